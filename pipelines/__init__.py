@@ -1,0 +1,1 @@
+"""Entry points: `reassess` (batch), `stream` (streaming), `report`, and the CLI."""

@@ -1,0 +1,167 @@
+"""The recorded agentfootprint events we read, and what one input file yields.
+
+Pattern: plain data classes (slots), no behaviour beyond small accessors.
+Role:    the contract between the byte readers (`transforms.sources`), the
+         join (`transforms.calls`) and the writers. EVENTS.md §1–§2 and
+         READINGS.md §1, §4 say what each field means.
+Emits:   nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EVENT_PREFIX = "agentfootprint."
+
+#: Redaction placeholders (EVENTS.md §7): a value that is one of these was kept out.
+PLACEHOLDERS = frozenset({"[REDACTED]", "REDACTED"})
+
+#: Input formats, as written in `runs.format` (READINGS.md §1).
+FORMAT_ENVELOPE = "recording-envelope-v1"
+FORMAT_RECORDING = "recording"
+FORMAT_EVENTS_ARRAY = "events-array"
+FORMAT_EVENT_STREAM = "event-stream"
+FORMAT_SSE = "sse"
+
+#: Dead-letter reasons: fixed words (READINGS.md §4).
+REASON_NOT_JSON = "not-json"
+REASON_NOT_AN_EVENT = "not-an-event"
+REASON_UNKNOWN_FORMAT = "unknown-format"
+REASON_MISSING_CALL_ID = "missing-call-id"
+REASON_REDACTED_CALL_ID = "redacted-call-id"
+REASON_TOO_LARGE = "too-large"
+REASON_LATE = "late"
+REASON_UNREADABLE = "unreadable"
+REASON_MISSING_RUN_ID = "missing-run-id"
+REASON_BAD_FIELD = "bad-field"
+
+#: The event types a reading uses (without the prefix). Anything else is "not needed".
+TOOL_START = "stream.tool_start"
+TOOL_END = "stream.tool_end"
+TOOL_PROGRESS = "stream.tool_progress"
+TOOLS_ABSENT = "tools.absent"
+TOOLS_COVERAGE = "tools.coverage_declared"
+TOOLS_SEMANTICS = "tools.semantics_declared"
+MIDDLEWARE_DECISION = "middleware.decision"
+PERMISSION_CHECK = "permission.check"
+CHECKIN_DECISION = "checkin.decision"
+PAUSE_RESUME = "pause.resume"
+TURN_START = "agent.turn_start"
+TURN_END = "agent.turn_end"
+
+#: Types that can belong to a call (joined by `payload.toolCallId`).
+CALL_EVENT_TYPES = frozenset(
+    {
+        TOOL_START,
+        TOOL_END,
+        TOOL_PROGRESS,
+        TOOLS_ABSENT,
+        TOOLS_COVERAGE,
+        TOOLS_SEMANTICS,
+        MIDDLEWARE_DECISION,
+        PERMISSION_CHECK,
+        CHECKIN_DECISION,
+    }
+)
+#: Types a run's outcome rules read without a call id (resumed-leg detection).
+RUN_EVENT_TYPES = frozenset({PAUSE_RESUME, TURN_START, TURN_END})
+
+
+def short_type(event_type: str) -> str:
+    """`agentfootprint.stream.tool_end` → `stream.tool_end` (either spelling accepted)."""
+    if event_type.startswith(EVENT_PREFIX):
+        return event_type[len(EVENT_PREFIX) :]
+    return event_type
+
+
+@dataclass(slots=True)
+class Event:
+    """One event envelope `{type, payload, meta}` at its place in a file.
+
+    `index` is its 0-based position in the file's event list (or its 0-based
+    line in a JSON Lines / SSE file); `type` is the short name, without the
+    `agentfootprint.` prefix.
+    """
+
+    index: int
+    type: str
+    payload: dict
+    meta: dict
+
+    @property
+    def run_id(self) -> str | None:
+        v = self.meta.get("runId")
+        return v if type(v) is str else None
+
+    @property
+    def session_id(self) -> str | None:
+        v = self.meta.get("sessionId")
+        return v if type(v) is str else None
+
+    @property
+    def call_id(self) -> Any:
+        """`payload.toolCallId` as recorded (may be missing, not a string, or a placeholder)."""
+        return self.payload.get("toolCallId")
+
+    @property
+    def wall_clock_ms(self) -> Any:
+        return self.meta.get("wallClockMs")
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    """Input that could not be read, with a fixed reason word and the raw bytes."""
+
+    source_file: str
+    event_index: int | None
+    run_id: str | None
+    reason: str
+    detail: str
+    raw: bytes | str
+
+    def row(self) -> dict:
+        """The `dead_letters` table row (raw cut to 64 KiB, invalid UTF-8 replaced)."""
+        raw = self.raw
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogatepass")
+        raw = bytes(raw[:65536]).decode("utf-8", "replace")
+        return {
+            "source_file": self.source_file,
+            "event_index": self.event_index,
+            "run_id": self.run_id,
+            "reason": self.reason,
+            "detail": self.detail,
+            "raw": raw,
+        }
+
+
+@dataclass(slots=True)
+class RunInput:
+    """One run as read from one file: its events in order, and what the file says of it.
+
+    `snapshot` is the recording's footprintjs snapshot (committed state) when
+    the format has one; `served_under_policy` is true when the snapshot's
+    recorders hold the redaction marker row (EVENTS.md §7).
+    """
+
+    run_id: str | None
+    source_file: str
+    format: str
+    events: list[Event] = field(default_factory=list)
+    session_id: str | None = None
+    snapshot: dict | None = None
+    dropped_events: int | None = None
+    complete: bool | None = None
+    served_under_policy: bool = False
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SourceFile:
+    """Everything one input file yields: its runs and the dead letters no run owns."""
+
+    source_file: str
+    format: str | None
+    runs: list[RunInput] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)

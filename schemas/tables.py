@@ -1,0 +1,120 @@
+"""Arrow schemas of the outputs — `readings`, `dead_letters`, `runs` — and their version.
+
+Pattern: declarations only.
+Role:    READINGS.md §3–§4 as Arrow types. The writers (`transforms.write`),
+         the report (`pipelines.report`) and the tests build on these; a
+         column is renamed or dropped only with a `SCHEMA_VERSION` bump.
+Emits:   nothing.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Bumped on any breaking change to a table below (renaming or dropping a column).
+SCHEMA_VERSION = "1"
+
+_META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
+
+RESOLVED_TYPE = pa.list_(
+    pa.struct(
+        [
+            pa.field("argument", pa.string()),
+            pa.field("id", pa.string()),
+            pa.field("name", pa.string()),
+            pa.field("aliases", pa.list_(pa.string())),
+        ]
+    )
+)
+
+READINGS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string()),
+        pa.field("tool_call_id", pa.string(), nullable=False),
+        pa.field("occurrence", pa.int32(), nullable=False),
+        pa.field("tool_name", pa.string()),
+        pa.field("iteration", pa.int32()),
+        pa.field("ended_at", pa.timestamp("ms", tz="UTC")),
+        pa.field("duration_ms", pa.float64()),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("withheld_by", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("value_from", pa.string()),
+        pa.field("door_from", pa.string(), nullable=False),
+        pa.field("door_absent", pa.bool_(), nullable=False),
+        pa.field("door_bounded", pa.bool_(), nullable=False),
+        pa.field("door_described", pa.bool_(), nullable=False),
+        pa.field("emptiness", pa.string()),
+        pa.field("rows", pa.int64()),
+        pa.field("rows_source", pa.string()),
+        pa.field("rows_at", pa.string()),
+        pa.field("counted_at", pa.list_(pa.string())),
+        pa.field("described_facts", pa.int32()),
+        pa.field("described_series", pa.int32()),
+        pa.field("described_edges", pa.int32()),
+        pa.field("bounded", pa.bool_(), nullable=False),
+        pa.field("undeclared_shape", pa.bool_(), nullable=False),
+        pa.field("rows_unread", pa.string()),
+        pa.field("value_declares_absent", pa.bool_()),
+        pa.field("value_declares_bounded", pa.bool_()),
+        pa.field("value_declares_gap", pa.bool_()),
+        pa.field("emptiness_without_door", pa.string()),
+        pa.field("door_disagrees", pa.bool_(), nullable=False),
+        pa.field("served_kind", pa.string()),
+        pa.field("served_values", pa.int32()),
+        pa.field("served_rest", pa.string()),
+        pa.field("served_leaves", pa.list_(pa.string())),
+        pa.field("served_words", pa.string()),
+        pa.field("resolved", RESOLVED_TYPE),
+        pa.field("paging_next", pa.string()),
+        pa.field("paging_complete", pa.bool_()),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("event_index", pa.int64()),
+        pa.field("reader_version", pa.string(), nullable=False),
+        # Streaming additions (issue 4): batch readings have revision 0 and no emitted_at.
+        pa.field("revision", pa.int32(), nullable=False),
+        pa.field("emitted_at", pa.timestamp("ms", tz="UTC")),
+    ],
+    metadata=_META,
+)
+
+DEAD_LETTERS = pa.schema(
+    [
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("event_index", pa.int64()),
+        pa.field("run_id", pa.string()),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string(), nullable=False),
+        pa.field("raw", pa.string(), nullable=False),
+    ],
+    metadata=_META,
+)
+
+RUNS = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("format", pa.string(), nullable=False),
+        pa.field("events", pa.int64(), nullable=False),
+        pa.field("events_used", pa.int64(), nullable=False),
+        pa.field("events_not_needed", pa.int64(), nullable=False),
+        pa.field("dead_letters", pa.int64(), nullable=False),
+        pa.field("tool_calls", pa.int64(), nullable=False),
+        pa.field("dropped_events", pa.int64()),
+        pa.field("complete", pa.bool_()),
+        pa.field("served_under_policy", pa.bool_(), nullable=False),
+    ],
+    metadata=_META,
+)
+
+#: Table name → schema, as laid out under the output directory.
+TABLES = {"readings": READINGS, "dead_letters": DEAD_LETTERS, "runs": RUNS}
+
+#: Sort keys that make a table's rows deterministic whatever order they were made in.
+SORT_KEYS = {
+    "readings": ("run_id", "tool_call_id", "occurrence", "revision"),
+    "dead_letters": ("source_file", "event_index", "reason"),
+    "runs": ("source_file", "run_id"),
+}
