@@ -34,8 +34,11 @@ def parse_json(text: str | bytes) -> Any:
     """Parse one JSON value the way `JSON.parse` does, or raise `JSONError`."""
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
+    except orjson.JSONDecodeError as exc:
+        # orjson reports the FIRST fault left to right. Only these faults are
+        # text JavaScript accepts; any other one JS refuses too, at the same place.
+        if not _MAY_BE_JS_JSON.search(str(exc)):
+            raise JSONError(str(exc)) from None
     except RecursionError:  # pragma: no cover - orjson caps depth itself
         pass
     if isinstance(text, (bytes, bytearray, memoryview)):
@@ -48,6 +51,7 @@ def parse_json(text: str | bytes) -> Any:
     return _ExactParser(text).parse()
 
 
+_MAY_BE_JS_JSON = re.compile(r"infinity|surrogate|depth limit|UTF-8|recursion", re.IGNORECASE)
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _PLAIN_STRING = re.compile(r'[^"\\\x00-\x1f]*')
