@@ -1,0 +1,808 @@
+"""Input bytes → events: the one place that decides what an input file holds.
+
+Pattern: pure functions over bytes and streams (no Beam transforms, no clock).
+Role:    the bottom of the pipeline. The Beam read transform and the
+         plain-Python baseline call `read_source` (or `sniff_format`,
+         `read_document` and `iter_lines` one by one); the join
+         (`transforms.calls`) gets the `RunInput`s it makes.
+Decides: the format of each file (READINGS.md §1, EVENTS.md §6), whether each
+         element is an event envelope (EVENTS.md §1), which run it belongs to,
+         whether the run was served under a redaction policy (EVENTS.md §7),
+         and the dead-letter reason of everything else (READINGS.md §4).
+Never:   drops an element silently (every event position of a file ends in
+         exactly one `RunInput.events` or as exactly one `DeadLetter`), loads a
+         JSON Lines / SSE file whole, or parses input with anything but
+         `readers.parse_json`.
+
+`apache_beam` is imported lazily, only by `open_stream`, so the rest of the
+module stays importable and testable without Beam.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Iterable, Iterator
+
+import orjson
+import zstandard
+
+from readers import JSONError, parse_json
+from schemas.events import (
+    FORMAT_ENVELOPE,
+    FORMAT_EVENT_STREAM,
+    FORMAT_EVENTS_ARRAY,
+    FORMAT_RECORDING,
+    FORMAT_SSE,
+    REASON_MISSING_RUN_ID,
+    REASON_NOT_AN_EVENT,
+    REASON_NOT_JSON,
+    REASON_TOO_LARGE,
+    REASON_UNKNOWN_FORMAT,
+    REASON_UNREADABLE,
+    DeadLetter,
+    Event,
+    RunInput,
+    SourceFile,
+    short_type,
+)
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "ENVELOPE_FORMAT_V1",
+    "HEAD_BYTES",
+    "REDACTION_RECORDER_ID",
+    "SourceError",
+    "check_envelope",
+    "decompress",
+    "group_by_run",
+    "iter_lines",
+    "open_stream",
+    "read_document",
+    "read_source",
+    "open_source",
+    "served_under_policy",
+    "sniff_format",
+]
+
+#: Default cap on one event (one line, one SSE block, one document element).
+DEFAULT_MAX_EVENT_BYTES = 64 << 20
+#: How much of a file `sniff_format` looks at.
+HEAD_BYTES = 64 << 10
+#: How much of an oversized element a dead letter keeps (the row keeps 64 KiB).
+RAW_KEEP_BYTES = 64 << 10
+
+ENVELOPE_FORMAT_V1 = "agentfootprint.recording.v1"
+REDACTION_RECORDER_ID = "agentfootprint.redaction"
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+LINE_FORMATS = frozenset({FORMAT_EVENT_STREAM, FORMAT_SSE})
+_LINE_SUFFIXES = (".jsonl", ".ndjson")
+_SSE_SUFFIXES = (".sse",)
+_COMPRESSION_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
+_SSE_LINE_STARTS = (b"event:", b"data:", b":", b"id:", b"retry:")
+
+#: What a broken compressed stream raises while it is read.
+_READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+
+
+class SourceError(Exception):
+    """A whole file cannot be read; `reason` is a dead-letter reason word."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+# --------------------------------------------------------------------------
+# Bytes and streams
+# --------------------------------------------------------------------------
+
+
+def decompress(data: bytes, name: str) -> bytes:
+    """Undo gzip or zstd, told by the magic bytes; any other bytes come back unchanged.
+
+    `name` is only used in the error detail. Raises `SourceError`
+    (`unreadable`) when compressed data is corrupt or cut short.
+    """
+    if data.startswith(GZIP_MAGIC):
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SourceError(REASON_UNREADABLE, f"The gzip data of {name} cannot be read ({exc}).") from None
+    if data.startswith(ZSTD_MAGIC):
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+            return reader.read()
+        except zstandard.ZstdError as exc:
+            raise SourceError(REASON_UNREADABLE, f"The zstd data of {name} cannot be read ({exc}).") from None
+    return data
+
+
+class _Prepended(io.RawIOBase):
+    """A raw stream that serves `prefix` first, then the rest of `inner`."""
+
+    def __init__(self, prefix: bytes, inner: Any, also_close: Any = None) -> None:
+        self._prefix = memoryview(prefix)
+        self._inner = inner
+        # read1: what one underlying read gives, so that bytes before a corrupt spot still come out.
+        self._read = getattr(inner, "read1", inner.read)
+        self._also_close = also_close
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        chunk = self._read(len(buffer))
+        if not chunk:
+            return 0
+        n = len(chunk)
+        buffer[:n] = chunk
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+            if self._also_close is not None:
+                self._also_close.close()
+        finally:
+            super().close()
+
+
+def _decompressing(raw: Any) -> BinaryIO:
+    """Wrap an open binary stream so that it reads decompressed bytes (sniffed by magic)."""
+    magic = raw.read(4)
+    stream = io.BufferedReader(_Prepended(magic, raw), buffer_size=1 << 20)
+    if magic.startswith(GZIP_MAGIC):
+        gz = gzip.GzipFile(fileobj=stream, mode="rb")  # does not close `stream` itself
+        return io.BufferedReader(_Prepended(b"", gz, also_close=stream), buffer_size=1 << 20)  # type: ignore[return-value]
+    if magic.startswith(ZSTD_MAGIC):
+        reader = zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True, closefd=True)
+        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+    return stream  # type: ignore[return-value]
+
+
+def open_stream(path: str) -> BinaryIO:
+    """Open `path` (local, or anything Beam's `FileSystems` opens) as a streaming, decompressed binary reader.
+
+    Beam is asked for the raw bytes (`UNCOMPRESSED`); gzip and zstd are told
+    by their magic bytes, not by the file name, and decompressed as the
+    stream is read. Raises `OSError` (or Beam's `BeamIOError`) when the path
+    cannot be opened.
+    """
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    try:
+        return _decompressing(raw)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _strip_bom(data: bytes) -> bytes:
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
+
+def _base_name(name: str) -> str:
+    """The lower-case file name without its compression suffix (`x.jsonl.gz` → `x.jsonl`)."""
+    lowered = name.lower()
+    for suffix in _COMPRESSION_SUFFIXES:
+        if lowered.endswith(suffix):
+            return lowered[: -len(suffix)]
+    return lowered
+
+
+def _first_nonblank_line(head: bytes) -> bytes | None:
+    for line in head.split(b"\n"):
+        stripped = line.strip()
+        if stripped:
+            return stripped
+    return None
+
+
+def _is_event_shaped_line(line: bytes) -> bool:
+    """True when `line` parses on its own as an object with a string `type`."""
+    try:
+        value = parse_json(line)
+    except JSONError:
+        return False
+    return type(value) is dict and type(value.get("type")) is str
+
+
+def sniff_format(head: bytes, name: str = "") -> str | None:
+    """The line format of a file from its first bytes (decompressed), or None for a JSON document.
+
+    JSON Lines when the name ends `.jsonl`/`.ndjson` (before any `.gz`/`.zst`)
+    or when the first non-blank line parses alone as an object with a string
+    `type`; SSE when the name ends `.sse` or the first non-blank line starts
+    with `event:`, `data:`, `:`, `id:` or `retry:`. None means "a whole JSON
+    document: decide after parsing it" (`read_document`).
+    """
+    base = _base_name(name)
+    if base.endswith(_LINE_SUFFIXES):
+        return FORMAT_EVENT_STREAM
+    if base.endswith(_SSE_SUFFIXES):
+        return FORMAT_SSE
+    first = _first_nonblank_line(_strip_bom(head))
+    if first is None:
+        return None
+    if first.startswith(_SSE_LINE_STARTS):
+        return FORMAT_SSE
+    if first.startswith(b"{") and _is_event_shaped_line(first):
+        return FORMAT_EVENT_STREAM
+    return None
+
+
+# --------------------------------------------------------------------------
+# One element → Event or DeadLetter (shared by every format)
+# --------------------------------------------------------------------------
+
+
+def _js_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _dump(value: Any) -> bytes:
+    """`value` as compact JSON bytes; `str()` of it for values orjson refuses."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value).encode("utf-8", "surrogatepass")
+
+
+def _string_run_id(meta: Any) -> str | None:
+    if type(meta) is dict:
+        run_id = meta.get("runId")
+        if type(run_id) is str and run_id:
+            return run_id
+    return None
+
+
+def _envelope_problem(element: Any) -> str | None:
+    """Why `element` is not a `{type, payload, meta}` envelope, or None when it is one."""
+    if type(element) is not dict:
+        return f"it is a JSON {_js_kind(element)}, not an object"
+    event_type = element.get("type")
+    if type(event_type) is not str:
+        return "it has no string `type`" if "type" not in element else f"its `type` is {_a(_js_kind(event_type))}, not a string"
+    if not short_type(event_type):
+        return "its `type` is empty"
+    if type(element.get("payload")) is not dict:
+        return f"its `payload` is {_absent_or_kind(element, 'payload')}, not an object"
+    if type(element.get("meta")) is not dict:
+        return f"its `meta` is {_absent_or_kind(element, 'meta')}, not an object"
+    return None
+
+
+def _absent_or_kind(element: dict, key: str) -> str:
+    return "missing" if key not in element else _a(_js_kind(element[key]))
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def check_envelope(
+    element: Any,
+    index: int,
+    source_file: str,
+    raw: bytes | None = None,
+    *,
+    where: str | None = None,
+    run_hint: str | None = None,
+) -> Event | DeadLetter:
+    """The one event check: an `Event` (short type), or a `not-an-event` / `missing-run-id` dead letter.
+
+    `raw` is the element's bytes as read (re-serialized when None); `where`
+    names the element in the detail; `run_hint` is the run the file itself
+    names, used for a dead letter whose element does not name its run.
+    """
+    where = where or f"Event {index}"
+    own_run = _string_run_id(element.get("meta")) if type(element) is dict else None
+    problem = _envelope_problem(element)
+    if problem is not None:
+        return DeadLetter(
+            source_file,
+            index,
+            own_run or run_hint,
+            REASON_NOT_AN_EVENT,
+            f"{where} is not an event envelope {{type, payload, meta}}: {problem}.",
+            raw if raw is not None else _dump(element),
+        )
+    if own_run is None:
+        return DeadLetter(
+            source_file,
+            index,
+            run_hint,
+            REASON_MISSING_RUN_ID,
+            f"{where} ({element['type'][:100]}) has no non-empty string `meta.runId`, so it cannot be put in a run.",
+            raw if raw is not None else _dump(element),
+        )
+    return Event(index, short_type(element["type"]), element["payload"], element["meta"])
+
+
+def _too_large(source_file: str, index: int, where: str, size: int, cap: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    return DeadLetter(
+        source_file,
+        index,
+        run_id,
+        REASON_TOO_LARGE,
+        f"{where} is {size} bytes, more than the {cap}-byte limit for one event; it was not parsed.",
+        raw[:RAW_KEEP_BYTES],
+    )
+
+
+def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
+    """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size)."""
+    try:
+        element = parse_json(data)
+    except JSONError as exc:
+        return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
+    return check_envelope(element, index, source_file, data, where=where)
+
+
+def _not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"{where} is not valid UTF-8 (byte {bad.start}), so it is not JSON."
+    return f"{where} is not JSON ({exc})."
+
+
+# --------------------------------------------------------------------------
+# Whole documents
+# --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Document:
+    """What a JSON document says, once its format is known."""
+
+    format: str
+    events: list
+    snapshot: dict | None = None
+    run_id: str | None = None  # the run the file names (envelope, artifact meta, top level)
+    session_id: str | None = None
+    dropped_events: int | None = None
+    complete: bool | None = None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str and value else None
+
+
+def _dict_or_empty(value: Any) -> dict:
+    return value if type(value) is dict else {}
+
+
+def _looks_like_event(element: Any) -> bool:
+    return type(element) is dict and ("type" in element or ("payload" in element and "meta" in element))
+
+
+def _events_of(holder: dict, what: str) -> list:
+    events = holder.get("events")
+    if events is None:
+        return []
+    if type(events) is not list:
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {_a(_js_kind(events))}, not an array.")
+    return events
+
+
+def _envelope(doc: dict) -> _Document:
+    recording = doc.get("recording")
+    if type(recording) is not dict:
+        detail = f"The file says it is an {ENVELOPE_FORMAT_V1} envelope, but its `recording` is not an object."
+        raise SourceError(REASON_UNKNOWN_FORMAT, detail)
+    run = _dict_or_empty(doc.get("run"))
+    dropped = run.get("droppedEvents")
+    complete = run.get("complete")
+    snapshot = recording.get("snapshot")
+    return _Document(
+        format=FORMAT_ENVELOPE,
+        events=_events_of(recording, "recording"),
+        snapshot=snapshot if type(snapshot) is dict else None,
+        run_id=_str_or_none(run.get("runId")),
+        session_id=_str_or_none(run.get("sessionId")),
+        dropped_events=dropped if type(dropped) is int else None,
+        complete=complete if type(complete) is bool else None,
+    )
+
+
+def _recording(doc: dict) -> _Document:
+    snapshot = doc.get("snapshot")
+    origin = _dict_or_empty(_dict_or_empty(doc.get("meta")).get("origin"))
+    return _Document(
+        format=FORMAT_RECORDING,
+        events=_events_of(doc, "recording"),
+        snapshot=snapshot if type(snapshot) is dict else None,
+        run_id=_str_or_none(origin.get("runId")) or _str_or_none(doc.get("runId")),
+    )
+
+
+def _classify(doc: Any) -> _Document:
+    """Which whole-document format `doc` is; `SourceError(unknown-format)` when none."""
+    if type(doc) is list:
+        if not doc or any(_looks_like_event(e) for e in doc):
+            return _Document(FORMAT_EVENTS_ARRAY, doc)
+        raise SourceError(
+            REASON_UNKNOWN_FORMAT,
+            "The file is a JSON array, but none of its elements looks like an event envelope {type, payload, meta}.",
+        )
+    if type(doc) is not dict:
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {_js_kind(doc)}, not a recording or an event list.")
+    declared = doc.get("format")
+    if declared == ENVELOPE_FORMAT_V1:
+        return _envelope(doc)
+    if type(declared) is str and declared.startswith("agentfootprint.recording."):
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The recording envelope format {declared!r} is not supported.")
+    if type(doc.get("snapshot")) is dict or ("snapshot" in doc and type(doc.get("events")) is list):
+        return _recording(doc)
+    if type(doc.get("events")) is list:
+        return _Document(FORMAT_EVENTS_ARRAY, doc["events"], run_id=_str_or_none(doc.get("runId")))
+    keys = ", ".join(sorted(doc)[:8]) or "none"
+    raise SourceError(
+        REASON_UNKNOWN_FORMAT,
+        f"The file is a JSON object that is not a recording envelope, a recording or an event list (keys: {keys}).",
+    )
+
+
+def served_under_policy(snapshot: Any) -> bool:
+    """True when `snapshot.recorders` holds the redaction marker row (EVENTS.md §7)."""
+    recorders = snapshot.get("recorders") if type(snapshot) is dict else None
+    if type(recorders) is not list:
+        return False
+    return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
+
+
+def _document_items(source_file: str, document: _Document, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    for index, element in enumerate(document.events):
+        raw = _dump(element)
+        where = f"Event {index} of the event list"
+        if len(raw) > max_event_bytes:
+            yield _too_large(source_file, index, where, len(raw), max_event_bytes, raw, _own_or_hint(element, document.run_id))
+            continue
+        yield check_envelope(element, index, source_file, raw, where=where, run_hint=document.run_id)
+
+
+def _own_or_hint(element: Any, hint: str | None) -> str | None:
+    own = _string_run_id(element.get("meta")) if type(element) is dict else None
+    return own or hint
+
+
+def _apply_document(source: SourceFile, document: _Document) -> SourceFile:
+    """Put what the document says of its run(s) on the runs `group_by_run` made."""
+    if not source.runs and (document.snapshot is not None or not source.dead_letters):
+        source.runs.append(RunInput(document.run_id, source.source_file, document.format))
+    policy = served_under_policy(document.snapshot)
+    for run in source.runs:
+        run.snapshot = document.snapshot
+        run.served_under_policy = policy
+        if document.format == FORMAT_ENVELOPE and run.run_id == document.run_id:
+            run.dropped_events = document.dropped_events
+            run.complete = document.complete
+            run.session_id = run.session_id or document.session_id
+    return source
+
+
+def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+    letter = DeadLetter(source_file, None, None, reason, detail, raw[:RAW_KEEP_BYTES])
+    return SourceFile(source_file, fmt, dead_letters=[letter])
+
+
+def _parse_document(source_file: str, data: bytes, max_event_bytes: int) -> SourceFile:
+    """`read_document` on bytes that are already decompressed."""
+    text = _strip_bom(data)
+    if not text.strip():
+        return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
+    try:
+        doc = parse_json(text)
+    except JSONError as exc:
+        return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
+    try:
+        document = _classify(doc)
+    except SourceError as exc:
+        return _file_failure(source_file, exc.reason, exc.detail, data)
+    source = group_by_run(source_file, document.format, _document_items(source_file, document, max_event_bytes))
+    return _apply_document(source, document)
+
+
+def read_document(source_file: str, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> SourceFile:
+    """Read a whole-document file (envelope v1, recording, events array) from its bytes.
+
+    `data` may be gzip or zstd compressed. Events are grouped by `meta.runId`
+    in recording order; a file-level failure gives a `SourceFile` with no
+    runs and one dead letter (`event_index` None).
+    """
+    try:
+        data = decompress(data, source_file)
+    except SourceError as exc:
+        return _file_failure(source_file, exc.reason, exc.detail, data)
+    return _parse_document(source_file, data, max_event_bytes)
+
+
+# --------------------------------------------------------------------------
+# Line formats
+# --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Line:
+    """One physical line, without its end of line; `size` > len(data) when it was cut."""
+
+    number: int
+    data: bytes
+    size: int
+
+
+def _physical_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[_Line]:
+    """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line."""
+    number = 0
+    while True:
+        line = stream.readline(max_line_bytes + 2)
+        if not line:
+            return
+        size = len(line)
+        if not line.endswith(b"\n") and size == max_line_bytes + 2:
+            size += _drain_line(stream)
+            line = line[:RAW_KEEP_BYTES]
+        else:
+            line = line.rstrip(b"\n")
+            line = line[:-1] if line.endswith(b"\r") else line
+            size = len(line)
+        if number == 0 and line.startswith(UTF8_BOM):
+            line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
+        yield _Line(number, line, size)
+        number += 1
+
+
+def _drain_line(stream: BinaryIO) -> int:
+    """Skip the rest of an oversized line; returns how many bytes it had (end of line left out)."""
+    skipped = 0
+    while True:
+        chunk = stream.readline(1 << 20)
+        skipped += len(chunk)
+        if not chunk:
+            return skipped
+        if chunk.endswith(b"\n"):
+            return skipped - (2 if chunk.endswith(b"\r\n") else 1)
+
+
+def _json_lines(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    for line in lines:
+        if not line.data.strip():
+            continue
+        where = f"Line {line.number}"
+        if line.size > max_event_bytes:
+            yield _too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
+            continue
+        yield _event_from_bytes(source_file, line.number, line.data, where)
+
+
+@dataclass(slots=True)
+class _SSEBlock:
+    """The fields of one SSE block being read."""
+
+    start: int
+    lines: list
+    data: list
+    size: int = 0  # bytes of the joined data
+    cut: bool = False  # a data line was longer than the cap
+    has_event_field: bool = False
+
+    def add_data(self, line: _Line, value: bytes) -> None:
+        prefix = len(line.data) - len(value)
+        self.size += line.size - prefix + (1 if self.data else 0)
+        self.cut = self.cut or line.size > len(line.data)
+        self.data.append(value)
+
+
+def _sse_field(line: bytes) -> tuple[bytes, bytes]:
+    name, colon, value = line.partition(b":")
+    if colon and value.startswith(b" "):
+        value = value[1:]
+    return name, value
+
+
+def _sse_blocks(lines: Iterable[_Line]) -> Iterator[_SSEBlock]:
+    """SSE blocks with a `data` or `event` field; comments (`: ping`) and `id`/`retry`-only blocks are skipped."""
+    block: _SSEBlock | None = None
+    for line in lines:
+        if not line.data.strip():
+            if block is not None and (block.data or block.has_event_field):
+                yield block
+            block = None
+            continue
+        if line.data.startswith(b":"):
+            continue
+        if block is None:
+            block = _SSEBlock(line.number, [], [])
+        block.lines.append(line.data)
+        name, value = _sse_field(line.data)
+        if name == b"data":
+            block.add_data(line, value)
+        elif name == b"event":
+            block.has_event_field = True
+    if block is not None and (block.data or block.has_event_field):
+        yield block
+
+
+def _sse_events(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    for block in _sse_blocks(lines):
+        where = f"The SSE block at line {block.start}"
+        raw = b"\n".join(block.lines)
+        if not block.data:
+            detail = f"{where} has an `event:` field but no `data:`, so it carries no event."
+            yield DeadLetter(source_file, block.start, None, REASON_NOT_AN_EVENT, detail, raw)
+        elif block.cut or block.size > max_event_bytes:
+            yield _too_large(source_file, block.start, where, block.size, max_event_bytes, raw)
+        else:
+            data = b"\n".join(block.data)
+            item = _event_from_bytes(source_file, block.start, data, where)
+            if isinstance(item, DeadLetter):
+                item.raw = raw
+            yield item
+
+
+def iter_lines(
+    source_file: str, stream: BinaryIO, fmt: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Iterator[Event | DeadLetter]:
+    """Events and dead letters of a JSON Lines or SSE stream, in file order, read line by line.
+
+    `index` is the 0-based line (of the line, or of the SSE block's first
+    field line). A read error part-way (corrupt compression) ends the stream
+    with one `unreadable` dead letter at the line where it happened.
+    """
+    if fmt not in LINE_FORMATS:
+        raise ValueError(f"iter_lines reads {sorted(LINE_FORMATS)}, not {fmt!r}")
+    counter = _CountingLines(stream, max_event_bytes)
+    items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
+    try:
+        yield from items(source_file, counter, max_event_bytes)
+    except _READ_ERRORS as exc:
+        detail = f"The file could not be read past line {counter.next_number} ({type(exc).__name__}: {exc})."
+        yield DeadLetter(source_file, counter.next_number, None, REASON_UNREADABLE, detail, b"")
+
+
+class _CountingLines:
+    """`_physical_lines` that remembers the number of the next line (for read errors)."""
+
+    def __init__(self, stream: BinaryIO, max_event_bytes: int) -> None:
+        self._lines = _physical_lines(stream, max_event_bytes)
+        self.next_number = 0
+
+    def __iter__(self) -> Iterator[_Line]:
+        for line in self._lines:
+            self.next_number = line.number + 1
+            yield line
+
+
+# --------------------------------------------------------------------------
+# Grouping and the convenience reader
+# --------------------------------------------------------------------------
+
+
+def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | DeadLetter]) -> SourceFile:
+    """Collect events and dead letters into runs (by run id, in order of first appearance).
+
+    A dead letter with a run id goes on that run's `dead_letters`; one
+    without stays on the `SourceFile`.
+    """
+    source = SourceFile(source_file, fmt)
+    runs: dict[str, RunInput] = {}
+    for item in items:
+        run_id = item.run_id
+        if run_id is None:
+            source.dead_letters.append(item)  # type: ignore[arg-type]  # an Event always has a run id
+            continue
+        run = runs.get(run_id)
+        if run is None:
+            run = runs[run_id] = RunInput(run_id, source_file, fmt or "")
+            source.runs.append(run)
+        if isinstance(item, Event):
+            run.events.append(item)
+            if run.session_id is None:
+                run.session_id = item.session_id
+        else:
+            run.dead_letters.append(item)
+    return source
+
+
+def _first_line_is_event(data: bytes) -> bool:
+    text = _strip_bom(data).lstrip()
+    end = text.find(b"\n")
+    first = (text if end < 0 else text[:end]).strip()
+    return first.startswith(b"{") and _is_event_shaped_line(first)
+
+
+def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
+    """One input file, opened and sniffed: a `SourceFile` for a document (or a failed file),
+    or `(format, items)` for a JSON Lines / SSE file, whose events are streamed as they are read.
+
+    Never raises for bad input: failures are dead letters.
+    """
+    try:
+        stream = open_stream(path)
+    except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
+        return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
+    try:
+        head = stream.read(HEAD_BYTES) or b""
+    except _READ_ERRORS as exc:
+        stream.close()
+        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+    if len(head) < HEAD_BYTES and not _strip_bom(head).strip():
+        stream.close()
+        return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
+    fmt = sniff_format(head, path)
+    rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20)
+    if fmt in LINE_FORMATS:
+        return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
+    try:
+        data = rest.read()
+    except _READ_ERRORS as exc:
+        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+    finally:
+        rest.close()
+    source = _parse_document(path, data, max_event_bytes)
+    if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
+        # JSON Lines whose first line was longer than the sniffed head.
+        stream2 = io.BytesIO(data)
+        return FORMAT_EVENT_STREAM, _line_items(path, stream2, FORMAT_EVENT_STREAM, max_event_bytes)
+    return source
+
+
+def _closing(stream: BinaryIO, items: Iterator[Event | DeadLetter]) -> Iterator[Event | DeadLetter]:
+    try:
+        yield from items
+    finally:
+        stream.close()
+
+
+def _line_items(path: str, stream: BinaryIO, fmt: str, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    """A line file's items; a file with no event at all gives one file-level dead letter."""
+    seen = False
+    for item in iter_lines(path, stream, fmt, max_event_bytes):
+        seen = True
+        yield item
+    if not seen:
+        detail = "The file holds no events: only blank lines or SSE comments."
+        yield DeadLetter(path, None, None, REASON_NOT_AN_EVENT, detail, b"")
+
+
+def read_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> SourceFile:
+    """Everything one input file yields, whatever its format (the baseline's and the tests' entry).
+
+    Documents are read whole; JSON Lines and SSE are streamed and grouped by
+    run in file order. Never raises for bad input: failures are dead letters.
+    """
+    opened = open_source(path, max_event_bytes)
+    if isinstance(opened, SourceFile):
+        return opened
+    fmt, items = opened
+    return group_by_run(path, fmt, items)
+
+
