@@ -1,0 +1,50 @@
+"""The `footprint-audit` command: `reassess`, `stream`, `report`.
+
+Pattern: a thin dispatcher; each subcommand owns its flags (`run(argv)`).
+Role:    the console script. A user's mistake is one sentence on stderr and
+         exit code 2, never a traceback; Beam options pass through untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: footprint-audit COMMAND [options]
+
+commands:
+  reassess  --input GLOB --output DIR [--declarations FILE] [Beam options]
+            batch re-assessment of recorded runs into Parquet readings
+  stream    --source URI --output DIR [--declarations FILE] [Beam options]
+            audit runs as their events arrive (Kafka, Pub/Sub, files)
+  report    DIR [--html FILE]
+            what the readings say, in the terminal or as one HTML file
+
+`footprint-audit COMMAND --help` for a command's options.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "reassess":
+        from .reassess import run
+    elif command == "stream":
+        from .stream import run
+    elif command == "report":
+        from .report import run
+    else:
+        print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        return run(rest)
+    except KeyboardInterrupt:
+        print("footprint-audit: interrupted; nothing was published", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

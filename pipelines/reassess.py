@@ -1,0 +1,204 @@
+"""`footprint-audit reassess`: batch re-assessment of recorded runs into Parquet readings.
+
+Reads recorded agentfootprint runs (recording envelopes, recordings, events
+arrays, JSON Lines event streams, SSE captures; gzip and zstd too), joins
+each tool call's door with the value the model read, runs the upstream
+readers per call and writes three tables (READINGS.md): `readings` (one row
+per call), `dead_letters` (everything that could not be read, with a reason)
+and `runs` (where every event went).
+
+Concepts: recording files are joined in place (a recording holds its runs
+whole: no shuffle); event streams are keyed by `(run_id, tool_call_id)` and
+joined with ONE `GroupByKey`; bad input goes to the dead letters, never
+dropped; output is staged and published only when the job succeeded.
+
+Run locally (Beam's local runner, no setup)::
+
+    footprint-audit reassess --input 'examples/recordings/**' --output out/ \\
+        --declarations examples/declarations.json
+
+Run on Dataflow::
+
+    footprint-audit reassess --input 'gs://BUCKET/recordings/**' --output gs://BUCKET/out \\
+        --declarations decl.json --runner DataflowRunner --project P --region R \\
+        --temp_location gs://BUCKET/tmp --setup_file ./setup.py
+
+(Remote outputs are written straight to `--output`, without the local staging swap.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import os
+import sys
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from schemas.declarations import Declarations, DeclarationsError, load_declarations
+from transforms import join as join_mod
+from transforms import read as read_mod
+from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
+from transforms.read import ReadInputFiles
+from transforms.read_calls import ReadCalls
+from transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from transforms.write import WriteTable
+
+from . import output
+
+__all__ = ["run", "build_pipeline", "expand_inputs", "UsageError"]
+
+#: Input bytes per readings shard (more input → more output files, deterministically).
+BYTES_PER_SHARD = 256 << 20
+
+
+class UsageError(Exception):
+    """A mistake in how the job was called: printed as one sentence, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="footprint-audit reassess",
+        description="Re-assess recorded agentfootprint runs into Parquet readings.",
+        epilog="Any other option is passed to Beam (--runner, --direct_num_workers, Dataflow and Flink options).",
+    )
+    p.add_argument("--input", action="append", required=True, metavar="GLOB",
+                   help="a file, a folder or a glob (** for any depth); repeat for more")
+    p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
+    p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
+    p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
+                   help="an event larger than this is a dead letter (too-large); default 64 MiB")
+    p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--quiet", action="store_true", help="no summary at the end")
+    return p
+
+
+def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
+    """Every input file (path, size) the patterns name, sorted; raises `UsageError` for none."""
+    found: dict[str, int] = {}
+    for pattern in patterns:
+        matched: dict[str, int] = {}
+        if output.is_local(pattern):
+            if os.path.isdir(pattern):
+                names = [str(p) for p in sorted(Path(pattern).rglob("*")) if p.is_file()]
+            elif glob.has_magic(pattern):
+                names = sorted(glob.glob(pattern, recursive=True))
+                if pattern.endswith("**"):
+                    names = [m for m in names if not os.path.isdir(m)]
+            elif os.path.exists(pattern):
+                names = [pattern]
+            else:
+                raise UsageError(f"--input {pattern}: no such file or folder")
+            for m in names:
+                if f"{os.sep}{output.STAGING}{os.sep}" in m:
+                    continue
+                matched[m] = os.path.getsize(m) if os.path.isfile(m) else 0
+        else:
+            try:
+                result = FileSystems.match([pattern])[0]
+            except Exception as exc:  # the remote file system's own error
+                raise UsageError(f"--input {pattern}: cannot be listed ({exc})") from None
+            for meta in result.metadata_list:
+                matched[meta.path] = meta.size_in_bytes
+        if not matched:
+            raise UsageError(f"--input {pattern}: the pattern matches no file")
+        found.update(matched)
+    return sorted(found.items())
+
+
+def build_pipeline(
+    p: beam.Pipeline,
+    files: list[str],
+    staging: str,
+    declarations: Declarations,
+    shards: int,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    progress: bool = True,
+) -> None:
+    """Wire the job: read → join → read calls → write (one story, labelled steps)."""
+    read = (
+        p
+        | "InputFiles" >> beam.Create(files)
+        | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress)
+    )
+    documents = read["documents"]
+    joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
+
+    keyed = read[read_mod.EVENTS] | "KeyStreamEvents" >> KeyStreamEvents()
+    joined_stream = keyed[join_mod.KEYED] | "JoinEventStream" >> JoinEventStream(keyed[join_mod.FACTS])
+    stream_runs = (
+        (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
+        | "AllStreamCounts" >> beam.Flatten()
+        | "StreamRunRows" >> StreamRunRows()
+    )
+
+    calls = (joined_docs["calls"], joined_stream["calls"]) | "AllCalls" >> beam.Flatten()
+    readings = calls | "ReadCalls" >> ReadCalls(declarations)
+    dead = (
+        (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
+        | "AllDeadLetters" >> beam.Flatten()
+    )
+    runs = (joined_docs[join_mod.RUNS], stream_runs) | "AllRuns" >> beam.Flatten()
+
+    readings | "WriteReadings" >> WriteTable("readings", staging, shards)
+    dead | "WriteDeadLetters" >> WriteTable("dead_letters", staging, 1)
+    runs | "WriteRuns" >> WriteTable("runs", staging, 1)
+
+
+def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | None]:
+    options = PipelineOptions(beam_args)
+    runner = None
+    if options.view_as(StandardOptions).runner is None:
+        # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        runner = FnApiRunner()
+    return options, runner
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the batch job; returns the exit code (2 for a usage mistake)."""
+    args, beam_args = _parser().parse_known_args(argv)
+    try:
+        declarations = load_declarations(args.declarations)
+        inputs = expand_inputs(args.input)
+    except (UsageError, DeclarationsError) as exc:
+        print(f"footprint-audit reassess: {exc}", file=sys.stderr)
+        return 2
+    out = args.output
+    local_out = output.is_local(out)
+    if local_out:
+        if os.path.exists(out) and not os.path.isdir(out):
+            print(f"footprint-audit reassess: --output {out} is a file, not a folder", file=sys.stderr)
+            return 2
+        os.makedirs(out, exist_ok=True)
+        output.clean_stale_staging(out)
+        staging = output.new_staging(out)
+    else:
+        staging = out
+    files = [path for path, _size in inputs]
+    total = sum(size for _path, size in inputs)
+    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    options, runner = _pipeline_options(beam_args)
+    if not args.no_progress:
+        print(f"footprint-audit reassess: {len(files)} input files, {total / 1e6:,.1f} MB", file=sys.stderr)
+    pipeline = beam.Pipeline(runner=runner, options=options)
+    build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes, not args.no_progress)
+    result = pipeline.run()
+    result.wait_until_finish()
+    if local_out:
+        output.publish(staging, out)
+        if not args.quiet:
+            print(output.summarize(out))
+    elif not args.quiet:
+        print(f"footprint-audit reassess: done; tables under {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,0 +1,554 @@
+"""The join: a run's events (or one call id's events) → tool calls with outcome, value and door.
+
+Pattern: pure functions over `schemas.events` data (READINGS.md §2, EVENTS.md §3–§4).
+Role:    the one owner of "which events make a call". `transforms.join`
+         runs it inside one element per recording run (no shuffle) or per
+         `(run_id, tool_call_id)` group after one `GroupByKey` (event
+         streams); the streaming join runs it on its buffered state.
+Emits:   nothing; no I/O, no Beam.
+
+| step | rule                                                                              |
+|------|-----------------------------------------------------------------------------------|
+| 1    | events grouped by run, in recording order                                         |
+| 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a `tool_start` or `tool_end` |
+| 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start` |
+| 4    | outcome, first match wins (not-dispatched, declined, refused, failed, unknown, ran) |
+| 5    | value read (`modelResult` key, else `result`), door from the occurrence's events  |
+| 6    | committed-state calls: history tool messages with no events, door from `coverageDeclared` rows |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import orjson
+
+from readers import UNDEFINED
+
+from schemas.events import (
+    CALL_EVENT_TYPES,
+    CHECKIN_DECISION,
+    MIDDLEWARE_DECISION,
+    PAUSE_RESUME,
+    PERMISSION_CHECK,
+    PLACEHOLDERS,
+    REASON_MISSING_CALL_ID,
+    REASON_REDACTED_CALL_ID,
+    TOOL_END,
+    TOOL_START,
+    TOOLS_ABSENT,
+    TOOLS_COVERAGE,
+    TOOLS_SEMANTICS,
+    TURN_END,
+    TURN_START,
+    DeadLetter,
+    Event,
+    RunInput,
+)
+
+__all__ = [
+    "Call",
+    "RunFacts",
+    "JoinedRun",
+    "join_run",
+    "join_call_events",
+    "run_facts_of",
+    "committed_state_calls",
+    "is_placeholder",
+    "classify_event",
+    "dead_letter_of",
+    "CALL",
+    "NOT_NEEDED",
+]
+
+DOOR_EVENTS = "events"
+DOOR_COMMITTED = "committed-state"
+DOOR_VALUE = "value"
+
+#: Types that must carry a call id to be joined (a bracket or a declaration).
+_NEEDS_CALL_ID = frozenset({TOOL_START, TOOL_END, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS})
+
+
+def is_placeholder(value: Any) -> bool:
+    """A redaction placeholder (`'[REDACTED]'` or `'REDACTED'`)."""
+    return type(value) is str and value in PLACEHOLDERS
+
+
+@dataclass(slots=True)
+class RunFacts:
+    """What the outcome rules need to know about the whole run (one leg)."""
+
+    resumed_leg: bool = False
+    paused_call_id: str | None = None
+    #: `permission.check` events that carry no call id: (source_file, index, target, result).
+    loose_permission_checks: tuple = ()
+
+
+@dataclass(slots=True)
+class Call:
+    """One tool call occurrence, joined: everything a reading needs."""
+
+    run_id: str
+    tool_call_id: str
+    occurrence: int
+    source_file: str
+    session_id: str | None = None
+    events: list = field(default_factory=list)  # (source_file, Event) in order
+    start: Event | None = None
+    end: Event | None = None
+    end_file: str | None = None
+    tool_name: str | None = None
+    iteration: int | None = None
+    outcome: str = "unknown"
+    withheld_by: str | None = None
+    door_from: str = DOOR_EVENTS
+    door_absent: bool = False
+    door_bounded: bool = False
+    described: Any = UNDEFINED
+    #: committed-state calls: the served text and the door (None = no row for the call)
+    history_value: Any = UNDEFINED
+    committed_door: dict | None = None
+    event_index: int | None = None
+    served_under_policy: bool = False
+
+    @property
+    def has_value(self) -> bool:
+        return self.end is not None or self.history_value is not UNDEFINED
+
+    def value_read(self) -> tuple[Any, str | None]:
+        """(value the model read, where it came from): `modelResult`, `result` or `history`."""
+        if self.history_value is not UNDEFINED:
+            return self.history_value, "history"
+        if self.end is None:
+            return UNDEFINED, None
+        payload = self.end.payload
+        if "modelResult" in payload:
+            return payload["modelResult"], "modelResult"
+        return payload.get("result", UNDEFINED), "result"
+
+    def door(self) -> dict | None:
+        """The door the reading uses (None: no door held, read it off the value)."""
+        if self.door_from == DOOR_VALUE:
+            return None
+        if self.door_from == DOOR_COMMITTED:
+            return self.committed_door
+        door: dict = {"absent": self.door_absent, "bounded": self.door_bounded}
+        if self.described is not UNDEFINED:
+            door["described"] = self.described
+        return door
+
+
+@dataclass(slots=True)
+class JoinedRun:
+    """A run's calls, plus how each of its events was used (for the runs table)."""
+
+    calls: list[Call]
+    used: int
+    not_needed: int
+    dead_letters: list[DeadLetter]
+
+
+def _int_or_none(v: Any) -> int | None:
+    if type(v) is int:
+        return v if -(2**31) <= v < 2**31 else None
+    if type(v) is float and v.is_integer() and -(2**31) <= v < 2**31:
+        return int(v)
+    return None
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
+def run_facts_of(events: Iterable[Event], snapshot: dict | None, source_file: str = "") -> RunFacts:
+    """The run-level facts of one leg (READINGS.md §2 step 4)."""
+    has_resume = has_turn_start = has_turn_end = False
+    loose: list = []
+    for ev in events:
+        t = ev.type
+        if t == PAUSE_RESUME:
+            has_resume = True
+        elif t == TURN_START:
+            has_turn_start = True
+        elif t == TURN_END:
+            has_turn_end = True
+        elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
+            loose.append((source_file, ev.index, ev.payload.get("target"), ev.payload.get("result")))
+    paused = None
+    if type(snapshot) is dict:
+        state = snapshot.get("sharedState")
+        if type(state) is dict:
+            p = state.get("pausedToolCallId")
+            if type(p) is str and p:
+                paused = p
+    return RunFacts(
+        resumed_leg=has_resume or (has_turn_end and not has_turn_start),
+        paused_call_id=paused,
+        loose_permission_checks=tuple(loose),
+    )
+
+
+def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tuple[str, Event]]]:
+    """Split one id's events into occurrences (READINGS.md §2 step 3)."""
+    if not ordered:
+        if any(ev.type == TOOL_START or ev.type == TOOL_END for _, ev in items):
+            return [items]
+        return []
+    out: list[list[tuple[str, Event]]] = []
+    current: list[tuple[str, Event]] = []
+    for item in items:
+        current.append(item)
+        if item[1].type == TOOL_END:
+            out.append(current)
+            current = []
+    if current and any(ev.type == TOOL_START for _, ev in current):
+        out.append(current)
+    return out
+
+
+def _between(ev_file: str, index: int, call: Call) -> bool:
+    start, end = call.start, call.end
+    if start is None or end is None:
+        return False
+    start_file = call.events[0][0] if call.events else ""
+    if ev_file != start_file or ev_file != call.end_file:
+        return False
+    return start.index < index < end.index
+
+
+def _within_call(ev_file: str, index: int, call: Call) -> bool:
+    """An event of the call itself: between its start and end when both are known."""
+    if call.start is None or call.end is None:
+        return True
+    start_file = call.events[0][0]
+    if start_file != call.end_file:
+        return True
+    return ev_file != start_file or call.start.index < index < call.end.index
+
+
+def _outcome(call: Call, facts: RunFacts) -> tuple[str, str | None]:
+    end = call.end
+    end_p = end.payload if end is not None else {}
+    start_p = call.start.payload if call.start is not None else {}
+    for key in ("notDispatched", "notExecuted", "error"):
+        if is_placeholder(end_p.get(key)):
+            return "unknown", None
+    if end_p.get("notDispatched") is not None or start_p.get("notDispatched") is not None:
+        return "not-dispatched", None
+    before_deny = False
+    after_deny: str | None = None
+    after_seen = False
+    for f, ev in call.events:
+        t = ev.type
+        p = ev.payload
+        if t == CHECKIN_DECISION and p.get("approved") is False:
+            return "declined", None
+        if t == MIDDLEWARE_DECISION and p.get("outcome") == "deny":
+            moment = p.get("moment")
+            if moment == "before-tool":
+                before_deny = True
+            elif moment == "after-tool" and not after_seen:
+                after_seen = True
+                after_deny = _str_or_none(p.get("middleware"))
+    if before_deny:
+        paused = call.start is None or (facts.paused_call_id == call.tool_call_id)
+        if facts.resumed_leg and paused:
+            return "declined", None
+        return "refused", None
+    name = call.tool_name
+    if name is not None:
+        for f, ev in call.events:
+            p = ev.payload
+            if ev.type == PERMISSION_CHECK and p.get("result") in ("deny", "halt") and p.get("target") == name:
+                if _within_call(f, ev.index, call):
+                    return "refused", None
+        for f, index, target, result in facts.loose_permission_checks:
+            if result in ("deny", "halt") and target == name and _between(f, index, call):
+                return "refused", None
+    if end_p.get("notExecuted") is True:
+        return "refused", None
+    if end_p.get("error") is True:
+        return "failed", None
+    if end is None:
+        return "unknown", None
+    return "ran", after_deny
+
+
+def _name_and_iteration(call: Call, history_names: dict[str, str]) -> None:
+    first_decl = first_sem = None
+    iteration = None
+    for _, ev in call.events:
+        t = ev.type
+        if t == TOOL_START and call.tool_name is None:
+            call.tool_name = _str_or_none(ev.payload.get("toolName"))
+        elif t == TOOLS_ABSENT or t == TOOLS_COVERAGE:
+            if first_decl is None:
+                first_decl = _str_or_none(ev.payload.get("toolName"))
+            if iteration is None:
+                iteration = ev.payload.get("iteration", None)
+        elif t == TOOLS_SEMANTICS:
+            if first_sem is None:
+                first_sem = _str_or_none(ev.payload.get("toolName"))
+            if iteration is None:
+                iteration = ev.payload.get("iteration", None)
+        elif t.startswith("tools.") and iteration is None:
+            iteration = ev.payload.get("iteration", None)
+    if call.tool_name is None:
+        call.tool_name = first_decl or first_sem or history_names.get(call.tool_call_id)
+    call.iteration = _int_or_none(iteration)
+
+
+def _build_call(
+    run_id: str,
+    call_id: str,
+    occurrence: int,
+    items: list[tuple[str, Event]],
+    facts: RunFacts,
+    history_names: dict[str, str],
+    session_id: str | None,
+    served: bool,
+) -> Call:
+    start = end = None
+    end_file = None
+    absent = bounded = False
+    described: Any = UNDEFINED
+    for f, ev in items:
+        t = ev.type
+        if t == TOOL_START:
+            if start is None:
+                start = ev
+        elif t == TOOL_END:
+            end = ev
+            end_file = f
+        elif t == TOOLS_ABSENT:
+            absent = True
+        elif t == TOOLS_COVERAGE:
+            bounded = True
+        elif t == TOOLS_SEMANTICS and described is UNDEFINED:
+            described = ev.payload.get("semantics", UNDEFINED)
+    if end is not None and end.payload.get("status") == "absent":
+        absent = True
+    last_file, last = items[-1]
+    anchor = end if end is not None else last
+    call = Call(
+        run_id=anchor.run_id or run_id,
+        tool_call_id=call_id,
+        occurrence=occurrence,
+        source_file=end_file if end is not None else last_file,
+        session_id=anchor.session_id or session_id,
+        events=items,
+        start=start,
+        end=end,
+        end_file=end_file,
+        door_absent=absent,
+        door_bounded=bounded,
+        described=described,
+        event_index=anchor.index,
+        served_under_policy=served,
+    )
+    _name_and_iteration(call, history_names)
+    call.outcome, call.withheld_by = _outcome(call, facts)
+    if call.outcome != "ran":
+        call.withheld_by = None
+    return call
+
+
+def join_call_events(
+    run_id: str,
+    call_id: str,
+    items: list[tuple[str, Event]],
+    facts: RunFacts | None = None,
+    ordered: bool | None = None,
+    history_names: dict[str, str] | None = None,
+    session_id: str | None = None,
+    served: bool = False,
+) -> list[Call]:
+    """One id's events of one run → its call occurrences (an empty list: not a call).
+
+    `items` are `(source_file, Event)`. With `ordered` None, order is known
+    when every event comes from one file (then sorted by index); events from
+    several files make one occurrence, by the library's rule.
+    """
+    if ordered is None:
+        ordered = len({f for f, _ in items}) <= 1
+    if ordered:
+        items = sorted(items, key=lambda it: it[1].index)
+    else:
+        items = sorted(items, key=lambda it: (it[0], it[1].index))
+    facts = facts or RunFacts()
+    names = history_names or {}
+    calls = []
+    for n, occ in enumerate(_occurrences(items, ordered), start=1):
+        calls.append(_build_call(run_id, call_id, n, occ, facts, names, session_id, served))
+    return calls
+
+
+def _history_messages(snapshot: dict | None) -> list[dict]:
+    """Tool messages of the committed history after the last person message (both states)."""
+    if type(snapshot) is not dict:
+        return []
+    out: list[dict] = []
+    for holder_key in ("initialState", "sharedState"):
+        state = snapshot.get(holder_key)
+        if type(state) is not dict:
+            continue
+        history = state.get("history")
+        if type(history) is not list:
+            continue
+        last_person = -1
+        for i, msg in enumerate(history):
+            if type(msg) is dict and msg.get("role") == "user":
+                last_person = i
+        for msg in history[last_person + 1 :]:
+            if type(msg) is dict and msg.get("role") == "tool":
+                out.append(msg)
+    return out
+
+
+def _history_names(snapshot: dict | None) -> dict[str, str]:
+    names: dict[str, str] = {}
+    if type(snapshot) is not dict:
+        return names
+    for holder_key in ("sharedState", "initialState"):
+        state = snapshot.get(holder_key)
+        history = state.get("history") if type(state) is dict else None
+        if type(history) is not list:
+            continue
+        for msg in history:
+            if type(msg) is dict and msg.get("role") == "tool":
+                cid, name = msg.get("toolCallId"), msg.get("toolName")
+                if type(cid) is str and type(name) is str and cid not in names:
+                    names[cid] = name
+    return names
+
+
+def _utf16_prefix(text: str, units: int) -> str:
+    """`text.slice(0, units)` counted in UTF-16 code units, as JS counts."""
+    if units >= len(text) * 2 or text.isascii():
+        return text[:units]
+    raw = text.encode("utf-16-le", "surrogatepass")[: units * 2]
+    return raw.decode("utf-16-le", "surrogatepass")
+
+
+def tool_bytes_of(message: dict) -> Any:
+    """`toolBytesOf`: the served content up to `toolChars` (the tool's own bytes)."""
+    content = message.get("content", UNDEFINED)
+    chars = message.get("toolChars")
+    if type(content) is str and type(chars) in (int, float) and chars >= 0 and float(chars).is_integer():
+        return _utf16_prefix(content, int(chars))
+    return content
+
+
+def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]:
+    """Calls seen only in committed state (EVENTS.md §4.2–§4.3)."""
+    snapshot = run.snapshot
+    messages = _history_messages(snapshot)
+    if not messages:
+        return []
+    rows_by_id: dict[str, list[dict]] = {}
+    state = snapshot.get("sharedState") if type(snapshot) is dict else None
+    for holder in (state, snapshot.get("initialState") if type(snapshot) is dict else None):
+        rows = holder.get("coverageDeclared") if type(holder) is dict else None
+        if type(rows) is list:
+            for row in rows:
+                if type(row) is dict and type(row.get("toolCallId")) is str:
+                    rows_by_id.setdefault(row["toolCallId"], []).append(row)
+    calls: list[Call] = []
+    seen: set[str] = set()
+    run_id = run.run_id or ""
+    for msg in messages:
+        cid = msg.get("toolCallId")
+        if type(cid) is not str or is_placeholder(cid) or cid in event_call_ids or cid in seen:
+            continue
+        seen.add(cid)
+        rows = rows_by_id.get(cid, [])
+        door = None
+        if rows:
+            door = {
+                "absent": any(r.get("kind") == "absence" for r in rows),
+                "bounded": any(r.get("kind") == "ledger" for r in rows),
+            }
+        iteration = None
+        for r in rows:
+            iteration = _int_or_none(r.get("iteration"))
+            if iteration is not None:
+                break
+        calls.append(
+            Call(
+                run_id=run_id,
+                tool_call_id=cid,
+                occurrence=1,
+                source_file=run.source_file,
+                session_id=run.session_id,
+                tool_name=_str_or_none(msg.get("toolName")),
+                iteration=iteration,
+                outcome="ran",
+                door_from=DOOR_COMMITTED if rows else DOOR_VALUE,
+                door_absent=bool(door and door["absent"]),
+                door_bounded=bool(door and door["bounded"]),
+                history_value=tool_bytes_of(msg),
+                committed_door=door,
+                event_index=None,
+                served_under_policy=run.served_under_policy,
+            )
+        )
+    return calls
+
+
+CALL = "call"
+NOT_NEEDED = "not-needed"
+
+
+def classify_event(ev: Event) -> Any:
+    """`CALL` (joins by its id), `NOT_NEEDED`, or `(reason, detail)` for a dead letter."""
+    t = ev.type
+    if t not in CALL_EVENT_TYPES:
+        return NOT_NEEDED
+    cid = ev.payload.get("toolCallId")
+    if type(cid) is not str:
+        if t in _NEEDS_CALL_ID:
+            return (REASON_MISSING_CALL_ID, f"a {t} event without a string payload.toolCallId cannot be joined to a call")
+        return NOT_NEEDED
+    if cid in PLACEHOLDERS:
+        return (REASON_REDACTED_CALL_ID, f"the call id of this {t} event was kept out by a redaction policy, so it cannot be joined")
+    return CALL
+
+
+def join_run(run: RunInput) -> JoinedRun:
+    """A whole run from one file → its calls (inside one element, no shuffle)."""
+    source = run.source_file
+    run_id = run.run_id or ""
+    by_id: dict[str, list[tuple[str, Event]]] = {}
+    dead: list[DeadLetter] = []
+    not_needed = 0
+    for ev in run.events:
+        kind = classify_event(ev)
+        if kind is NOT_NEEDED:
+            not_needed += 1
+        elif kind is CALL:
+            by_id.setdefault(ev.payload["toolCallId"], []).append((source, ev))
+        else:
+            dead.append(dead_letter_of(source, ev, *kind))
+    facts = run_facts_of(run.events, run.snapshot, source)
+    names = _history_names(run.snapshot)
+    calls: list[Call] = []
+    used = 0
+    for cid, items in by_id.items():
+        occ = join_call_events(run_id, cid, items, facts, True, names, run.session_id, run.served_under_policy)
+        n_used = sum(len(c.events) for c in occ)
+        used += n_used
+        not_needed += len(items) - n_used
+        calls.extend(occ)
+    calls.extend(committed_state_calls(run, set(by_id)))
+    calls.sort(key=lambda c: (c.event_index if c.event_index is not None else 1 << 62, c.tool_call_id, c.occurrence))
+    return JoinedRun(calls=calls, used=used, not_needed=not_needed, dead_letters=dead)
+
+
+def dead_letter_of(source: str, ev: Event, reason: str, detail: str) -> DeadLetter:
+    """An event the join cannot use, as a dead letter with its bytes re-serialized."""
+    try:
+        raw = orjson.dumps({"type": ev.type, "payload": ev.payload, "meta": ev.meta})
+    except (TypeError, orjson.JSONEncodeError):
+        raw = repr(ev.payload).encode("utf-8", "replace")
+    return DeadLetter(source, ev.index, ev.run_id, reason, detail, raw)

@@ -1,0 +1,215 @@
+"""Beam: events → calls. Recording runs joined in place; event streams keyed and grouped once.
+
+Pattern: composite `PTransform`s around the pure join (`transforms.calls`).
+Role:    `JoinRecordingRuns` joins each run of a recording file inside one
+         element (a recording holds its runs whole: no shuffle);
+         `KeyStreamEvents` + `JoinEventStream` key JSON Lines / SSE events by
+         `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
+         run-level facts (resumed leg, id-less permission checks) riding in a
+         small side input.
+Emits:   calls (main), `runs` rows or partial run counts, dead letters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
+
+from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+
+from .accounting import RunCounts, add_counts, document_run_row, run_row
+from .calls import (
+    CALL,
+    NOT_NEEDED,
+    RunFacts,
+    classify_event,
+    dead_letter_of,
+    join_call_events,
+    join_run,
+)
+
+__all__ = [
+    "JoinRecordingRuns",
+    "KeyStreamEvents",
+    "JoinEventStream",
+    "StreamRunRows",
+    "RUNS",
+    "DEAD_LETTERS",
+    "COUNTS",
+    "FACTS",
+    "KEYED",
+]
+
+RUNS = "runs"
+DEAD_LETTERS = "dead_letters"
+COUNTS = "counts"
+FACTS = "facts"
+KEYED = "keyed"
+
+
+class _JoinDocumentFn(beam.DoFn):
+    """One recording file's runs → calls, its `runs` rows and the join's dead letters."""
+
+    def __init__(self) -> None:
+        self.calls = Metrics.counter("join", "calls")
+        self.runs = Metrics.counter("join", "runs")
+
+    def process(self, source: SourceFile) -> Iterable[Any]:
+        for run in source.runs:
+            joined = join_run(run)
+            self.runs.inc()
+            self.calls.inc(len(joined.calls))
+            for dl in run.dead_letters:
+                yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
+            for dl in joined.dead_letters:
+                yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
+            yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, len(joined.calls)))
+            yield from joined.calls
+        for dl in source.dead_letters:
+            yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
+
+
+class JoinRecordingRuns(beam.PTransform):
+    """`SourceFile`s of recording documents → calls (main), `runs` rows, dead-letter rows."""
+
+    def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
+        return files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(
+            RUNS, DEAD_LETTERS, main="calls"
+        )
+
+
+class _KeyEventFn(beam.DoFn):
+    """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
+
+    Counts are added up per bundle and emitted once per `(run, file)` key.
+    """
+
+    def __init__(self) -> None:
+        self.dead = Metrics.counter("key", "dead_letters")
+
+    def start_bundle(self) -> None:
+        self._counts: dict[tuple, RunCounts] = {}
+
+    def process(self, item: tuple[str, str, Event]) -> Iterable[Any]:
+        source, fmt, ev = item
+        run_id = ev.run_id
+        c = self._counts.get((run_id, source))
+        if c is None:
+            c = self._counts[(run_id, source)] = RunCounts(format=fmt)
+        c.events += 1
+        if c.session_id is None:
+            c.session_id = ev.session_id
+        kind = classify_event(ev)
+        if kind is CALL:
+            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), (source, ev)))
+            return
+        if kind is NOT_NEEDED:
+            c.not_needed += 1
+            if ev.type in RUN_EVENT_TYPES or ev.type == PERMISSION_CHECK:
+                yield pvalue.TaggedOutput(FACTS, (run_id, (source, ev)))
+            return
+        c.dead_letters += 1
+        self.dead.inc()
+        yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
+
+    def finish_bundle(self) -> Iterable[Any]:
+        for key, counts in self._counts.items():
+            yield pvalue.TaggedOutput(COUNTS, WindowedValue((key, counts), 0, [GlobalWindow()]))
+        self._counts = {}
+
+
+class KeyStreamEvents(beam.PTransform):
+    """Stream events → `KEYED` ((run_id, call_id), (file, Event)), `FACTS`, `DEAD_LETTERS`, `COUNTS`."""
+
+    def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
+        return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
+            KEYED, FACTS, DEAD_LETTERS, COUNTS, main="unused"
+        )
+
+
+def _run_facts(item: tuple[str, Iterable[tuple[str, Event]]]) -> tuple[str, RunFacts]:
+    run_id, events = item
+    has_resume = has_start = has_end = False
+    loose = []
+    for source, ev in events:
+        t = ev.type
+        if t == "pause.resume":
+            has_resume = True
+        elif t == "agent.turn_start":
+            has_start = True
+        elif t == "agent.turn_end":
+            has_end = True
+        elif t == PERMISSION_CHECK:
+            loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
+    return run_id, RunFacts(
+        resumed_leg=has_resume or (has_end and not has_start),
+        paused_call_id=None,
+        loose_permission_checks=tuple(loose),
+    )
+
+
+class _JoinCallFn(beam.DoFn):
+    """One `(run_id, call_id)` group → its call occurrences, and its events' counts."""
+
+    def process(self, item: tuple, facts: dict) -> Iterable[Any]:
+        (run_id, call_id), items = item
+        items = list(items)
+        calls = join_call_events(run_id, call_id, items, facts.get(run_id))
+        used_by_file: dict[str, int] = {}
+        for call in calls:
+            for source, _ev in call.events:
+                used_by_file[source] = used_by_file.get(source, 0) + 1
+        totals: dict[str, int] = {}
+        for source, _ev in items:
+            totals[source] = totals.get(source, 0) + 1
+        ends: dict[str, int] = {}
+        for call in calls:
+            ends[call.source_file] = ends.get(call.source_file, 0) + 1
+        for source, total in totals.items():
+            used = used_by_file.get(source, 0)
+            counts = RunCounts(used=used, not_needed=total - used, tool_calls=ends.get(source, 0))
+            yield pvalue.TaggedOutput(COUNTS, ((run_id, source), counts))
+        yield from calls
+
+
+class JoinEventStream(beam.PTransform):
+    """Keyed stream events + run facts → calls (main) and partial counts (`COUNTS`)."""
+
+    def __init__(self, facts: beam.PCollection) -> None:
+        super().__init__()
+        self._facts = facts
+
+    def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
+        facts = (
+            self._facts
+            | "GroupRunFacts" >> beam.GroupByKey()
+            | "RunFacts" >> beam.Map(_run_facts)
+        )
+        return (
+            keyed
+            | "GroupByCall" >> beam.GroupByKey()
+            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts)).with_outputs(
+                COUNTS, main="calls"
+            )
+        )
+
+
+def _stream_run_row(item: tuple[tuple[str, str], RunCounts]) -> dict:
+    (run_id, source), counts = item
+    return run_row(run_id, source, counts.format or "event-stream", counts)
+
+
+class StreamRunRows(beam.PTransform):
+    """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file."""
+
+    def expand(self, counts: beam.PCollection) -> beam.PCollection:
+        return (
+            counts
+            | "AddUpCounts" >> beam.CombinePerKey(add_counts)
+            | "RunRow" >> beam.Map(_stream_run_row)
+        )

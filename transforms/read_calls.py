@@ -1,0 +1,44 @@
+"""Beam: calls → readings rows, through the pure readers.
+
+Pattern: one composite `PTransform` around `transforms.readings.reading_row`.
+Role:    the only step that asks `readers/`; the declarations (each tool's
+         `rowsAt`) are handed in once, never read from events.
+Emits:   `readings` rows (dicts with every column of `schemas.tables.READINGS`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from schemas.declarations import Declarations
+
+from .calls import Call
+from .readings import READER_VERSION, reading_row
+
+__all__ = ["ReadCalls"]
+
+
+class _ReadCallFn(beam.DoFn):
+    def __init__(self, declarations: Declarations, reader_version: str) -> None:
+        self.declarations = declarations
+        self.reader_version = reader_version
+        self.readings = Metrics.counter("read_calls", "readings")
+
+    def process(self, call: Call) -> Iterable[dict]:
+        self.readings.inc()
+        yield reading_row(call, self.declarations.rows_at_for, self.reader_version)
+
+
+class ReadCalls(beam.PTransform):
+    """Calls → one `readings` row each."""
+
+    def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION) -> None:
+        super().__init__()
+        self.declarations = declarations
+        self.reader_version = reader_version
+
+    def expand(self, calls: beam.PCollection) -> beam.PCollection:
+        return calls | "ReadEachCall" >> beam.ParDo(_ReadCallFn(self.declarations, self.reader_version))

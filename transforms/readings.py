@@ -1,0 +1,229 @@
+"""Read one joined call: the `readings` row (READINGS.md §2 step 6, §3, §5).
+
+Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
+Role:    the one place a call becomes a row; `transforms.read_calls` runs it
+         in Beam, the plain-Python baseline and the streaming join run it too.
+Emits:   nothing; no I/O, no Beam.
+
+The reader is asked twice per read call: with the door the record holds
+(`emptiness`) and without one (`emptiness_without_door`, the standing
+fold's view); they differ when the bytes hold an envelope the run never
+recognized, or a declaration the bytes do not show (`door_disagrees`).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from importlib import metadata
+from typing import Any, Callable
+
+from readers import (
+    UNDEFINED,
+    declared_by_value,
+    json_prefix_of,
+    leading_json_values,
+    parse_maybe_json,
+    read_absence,
+    read_coverage_ledger,
+    read_emptiness,
+    read_paging,
+    read_resolved,
+)
+from readers.jsvalues import is_js_number, js_trim
+from readers.result_facts import paging_next_text
+
+from .calls import Call, is_placeholder
+
+__all__ = ["reading_row", "served_columns", "READER_VERSION", "kept_out_test"]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("footprint-audit")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "0.1.0"
+
+
+READER_VERSION = _version()
+
+#: `served_rest` is cut to this many characters.
+SERVED_REST_MAX = 4096
+
+
+def kept_out_test(value: Any) -> bool:
+    """`isPlaceholder`: the value is a redaction placeholder."""
+    return is_placeholder(value)
+
+
+_NOT_READ = {
+    "emptiness": None,
+    "rows": None,
+    "rows_source": None,
+    "rows_at": None,
+    "counted_at": None,
+    "described_facts": None,
+    "described_series": None,
+    "described_edges": None,
+    "bounded": False,
+    "undeclared_shape": False,
+    "rows_unread": None,
+    "emptiness_without_door": None,
+    "door_disagrees": False,
+}
+
+_NO_SERVED = {
+    "served_kind": None,
+    "served_values": None,
+    "served_rest": None,
+    "served_leaves": None,
+    "served_words": None,
+}
+
+
+def served_columns(value: Any) -> dict:
+    """The `served_*` columns for a value read as text (null for structured values)."""
+    if type(value) is not str:
+        return dict(_NO_SERVED)
+    t = js_trim(value)
+    out = dict(_NO_SERVED)
+    if not t or t[0] not in "{[":
+        out.update(served_kind="text", served_values=0)
+        return out
+    lead = leading_json_values(t)
+    n = len(lead.values)
+    if n:
+        if not lead.rest:
+            out.update(served_kind="json", served_values=n)
+            return out
+        cut = json_prefix_of(lead.rest)
+        if cut is None:
+            out.update(served_kind="json+text", served_values=n, served_rest=lead.rest[:SERVED_REST_MAX])
+            return out
+    else:
+        cut = json_prefix_of(t)
+        if cut is None:
+            out.update(served_kind="text", served_values=0)
+            return out
+    out.update(served_kind="json-cut", served_values=n, served_leaves=list(cut.leaves), served_words=cut.words)
+    return out
+
+
+def _timestamp(ms: Any) -> datetime | None:
+    if not is_js_number(ms):
+        return None
+    f = float(ms)
+    if math.isnan(f) or math.isinf(f) or abs(f) > 8.64e15:
+        return None
+    return datetime.fromtimestamp(int(f) / 1000, tz=timezone.utc)
+
+
+def _facts(door: dict | None, data: Any) -> tuple[Any, Any]:
+    """`resolved` and `paging` off the described envelope, then an absence or coverage envelope."""
+    holders: list = []
+    if door is not None and type(door.get("described")) is dict:
+        holders.append(door["described"])
+    absence = read_absence(data)
+    ledger = read_coverage_ledger(data)
+    if absence is UNDEFINED and ledger is not UNDEFINED:
+        absence = read_absence(ledger["result"])
+    if absence is not UNDEFINED:
+        holders.append(absence)
+    if ledger is not UNDEFINED:
+        holders.append(ledger)
+    resolved = paging = None
+    for h in holders:
+        if resolved is None and "resolved" in h:
+            resolved = read_resolved(h)
+        if paging is None and "paging" in h:
+            paging = read_paging(h)
+    return resolved, paging
+
+
+def _resolved_rows(resolved: list | None) -> list | None:
+    if resolved is None:
+        return None
+    return [
+        {
+            "argument": e["argument"],
+            "id": e["id"],
+            "name": e.get("name"),
+            "aliases": e.get("aliases"),
+        }
+        for e in resolved
+    ]
+
+
+def reading_row(
+    call: Call,
+    rows_at_for: Callable[[str | None], str | None],
+    reader_version: str = READER_VERSION,
+) -> dict:
+    """One call → its `readings` row (every column of `schemas.tables.READINGS`)."""
+    end = call.end
+    end_p = end.payload if end is not None else {}
+    value, value_from = call.value_read()
+    door = call.door()
+    row: dict = {
+        "run_id": call.run_id,
+        "session_id": call.session_id,
+        "tool_call_id": call.tool_call_id,
+        "occurrence": call.occurrence,
+        "tool_name": call.tool_name,
+        "iteration": call.iteration,
+        "ended_at": _timestamp(end.wall_clock_ms) if end is not None else None,
+        "duration_ms": float(end_p["durationMs"]) if is_js_number(end_p.get("durationMs")) else None,
+        "outcome": call.outcome,
+        "withheld_by": call.withheld_by,
+        "status": end_p.get("status") if type(end_p.get("status")) is str else None,
+        "value_from": value_from,
+        "door_from": call.door_from,
+        "door_absent": call.door_absent,
+        "door_bounded": call.door_bounded,
+        "door_described": call.described is not UNDEFINED,
+    }
+    row.update(_NOT_READ)
+    has_value = value_from is not None
+    data = parse_maybe_json(value) if has_value else UNDEFINED
+    declared = declared_by_value(data) if has_value else None
+    row["value_declares_absent"] = declared.absent if declared else None
+    row["value_declares_bounded"] = declared.bounded if declared else None
+    row["value_declares_gap"] = declared.gap if declared else None
+    row.update(served_columns(value) if has_value else _NO_SERVED)
+    resolved, paging = _facts(door, data) if has_value else (None, None)
+    row["resolved"] = _resolved_rows(resolved)
+    row["paging_next"] = paging_next_text(paging) if paging is not None else None
+    row["paging_complete"] = (paging.get("next") is None) if paging is not None else None
+    if call.outcome == "ran" and call.withheld_by is None and has_value:
+        _read_into(row, call, value, data, door, rows_at_for(call.tool_name))
+    row["source_file"] = call.source_file
+    row["event_index"] = call.event_index
+    row["reader_version"] = reader_version
+    row["revision"] = 0
+    row["emitted_at"] = None
+    return row
+
+
+def _read_into(row: dict, call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None) -> None:
+    kept_out = kept_out_test if call.served_under_policy else None
+    if kept_out is not None and is_placeholder(value):
+        row.update(emptiness="unknown", rows_unread="redacted", emptiness_without_door="unknown")
+        return
+    # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
+    reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)
+    bare = reading if door is None else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
+    row.update(
+        emptiness=reading.emptiness,
+        rows=reading.rows,
+        rows_source=reading.source,
+        rows_at=reading.rows_at if type(reading.rows_at) is str else None,
+        counted_at=[str(x) for x in reading.counted_at] if reading.counted_at is not None else None,
+        described_facts=reading.described_count("facts"),
+        described_series=reading.described_count("series"),
+        described_edges=reading.described_count("edges"),
+        bounded=reading.bounded,
+        undeclared_shape=reading.undeclared_shape,
+        rows_unread=reading.rows_unread,
+        emptiness_without_door=bare.emptiness,
+        door_disagrees=reading.emptiness != bare.emptiness,
+    )
