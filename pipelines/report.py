@@ -1,0 +1,361 @@
+"""`footprint-audit report DIR [--html FILE]`: the audit of an output directory.
+
+Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
+       dead_letters/, runs/, window subfolders included) with DuckDB through
+       the views of `schemas/views.sql` — the one place the summaries are
+       defined — and prints them as aligned text tables, worst tools first.
+       With `--html FILE` it also writes one self-contained HTML page
+       (`pipelines.report_html`). Only the current reading of a call counts:
+       its latest revision.
+Emits: text on stdout, the HTML file when asked; one sentence on stderr and
+       exit code 2 when DIR is missing, empty, not an output directory or
+       unreadable, or when DuckDB (`footprint-audit[report]`) is not installed.
+
+Run:
+    footprint-audit report out/
+    footprint-audit report out/ --html audit.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from schemas.tables import TABLES
+
+#: The views of views.sql that read the Parquet files, and the table folder each reads.
+SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
+
+#: (column of tool_summary, label) — emptiness of the calls read, worst kinds first.
+EMPTINESS = (
+    ("undeclared_empty", "undeclared-empty"),
+    ("emptiness_unknown", "unknown"),
+    ("declared_absent", "declared-absent"),
+    ("non_empty", "non-empty"),
+    ("clarify", "clarify"),
+)
+
+#: (column of tool_summary, label) — outcomes over all calls.
+OUTCOMES = (
+    ("ran", "ran"),
+    ("failed", "failed"),
+    ("refused", "refused"),
+    ("declined", "declined"),
+    ("not_dispatched", "not-dispatched"),
+    ("outcome_unknown", "unknown"),
+)
+
+#: How many door disagreements the terminal lists; the view holds them all.
+MAX_LISTED = 50
+
+#: How many calls the HTML page lists under its charts.
+MAX_HTML_CALLS = 5000
+
+Row = dict[str, Any]
+
+
+class ReportError(Exception):
+    """A problem the user can fix, told in one sentence (exit code 2)."""
+
+
+@dataclass
+class Summary:
+    """Everything the report shows, as the views returned it."""
+
+    out_dir: Path
+    totals: Row
+    tools: list[Row]
+    unknown_reasons: dict[str, list[tuple[str, int]]]
+    disagreements: list[Row]
+    timeline: list[Row]
+    runs: Row
+    dead_letter_reasons: list[Row]
+    calls: list[Row] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ input
+
+
+def find_tables(out: Path) -> dict[str, list[Path]]:
+    """The Parquet files of each table under `out` (any depth below the table folder)."""
+    return {name: sorted(out.glob(f"{name}/**/*.parquet")) for name in TABLES}
+
+
+def check_output_dir(out: Path) -> dict[str, list[Path]]:
+    """The table files of `out`, or a ReportError saying why it is no output directory."""
+    if not out.exists():
+        raise ReportError(f"{out} does not exist: give the output directory of `footprint-audit reassess` or `stream`.")
+    if not out.is_dir():
+        raise ReportError(f"{out} is not a directory: give the output directory of `footprint-audit reassess` or `stream`.")
+    tables = find_tables(out)
+    if not any(tables.values()):
+        what = "is empty" if not any(out.iterdir()) else "holds no readings/, dead_letters/ or runs/ Parquet files"
+        raise ReportError(f"{out} {what}: it is not an output directory of `footprint-audit reassess` or `stream`.")
+    return tables
+
+
+def import_duckdb() -> Any:
+    """The duckdb module, or a ReportError saying how to install it."""
+    try:
+        import duckdb
+    except ImportError:
+        raise ReportError("The report needs DuckDB: install it with `pip install 'footprint-audit[report]'`.") from None
+    return duckdb
+
+
+def views_sql() -> str:
+    """The text of schemas/views.sql."""
+    return resources.files("schemas").joinpath("views.sql").read_text(encoding="utf-8")
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of views.sql: each ends with ';' at the end of a line."""
+    pieces = re.split(r";[ \t]*(?:\n|$)", sql)
+    return [p.strip() for p in pieces if re.search(r"^\s*[^-\s]", p, re.MULTILINE)]
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _sql_path(path: Path) -> str:
+    return path.resolve().as_posix().replace("'", "''")
+
+
+def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
+    """A DuckDB connection holding the views over `out`; a table with no files reads as empty."""
+    duckdb = import_duckdb()
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for statement in split_statements(views_sql()):
+        name = re.search(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", statement).group(1)
+        table = SOURCE_VIEWS.get(name)
+        if table is not None and not tables[table]:
+            con.register(f"{name}__empty", pa.Table.from_pylist([], schema=TABLES[table]))
+            statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty"
+        try:
+            con.execute(statement.replace("{out}", _sql_path(out)))
+        except duckdb.Error as err:
+            raise ReportError(f"Could not read the Parquet files under {out} (view {name}): {_first_line(err)}") from None
+    return con
+
+
+def fetch(con: Any, sql: str) -> list[Row]:
+    """Rows of a query as dicts; a DuckDB error (a damaged file) becomes a ReportError."""
+    try:
+        cursor = con.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, values)) for values in cursor.fetchall()]
+    except import_duckdb().Error as err:
+        raise ReportError(f"Could not read the Parquet files: {_first_line(err)}") from None
+
+
+#: Calls of one tool listed worst emptiness first, calls not read last.
+_EMPTINESS_ORDER = "CASE emptiness_label " + " ".join(
+    f"WHEN '{label}' THEN {i}" for i, (_, label) in enumerate(EMPTINESS)
+) + f" ELSE {len(EMPTINESS)} END"
+
+
+def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
+    """Query every view the report shows."""
+    reasons: dict[str, list[tuple[str, int]]] = {}
+    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
+        reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
+    return Summary(
+        out_dir=out,
+        totals=fetch(con, "SELECT * FROM reading_totals")[0],
+        tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
+        unknown_reasons=reasons,
+        disagreements=fetch(
+            con, "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
+        ),
+        timeline=fetch(con, "SELECT * FROM emptiness_timeline ORDER BY bucket, emptiness_label"),
+        runs=fetch(con, "SELECT * FROM run_summary")[0],
+        dead_letter_reasons=fetch(con, "SELECT * FROM dead_letter_reasons ORDER BY letters DESC, reason"),
+        calls=fetch(
+            con,
+            f"SELECT * FROM call_list ORDER BY worst_rank, {_EMPTINESS_ORDER},"
+            f" ended_at NULLS LAST, run_id, tool_call_id, occurrence LIMIT {MAX_HTML_CALLS}",
+        )
+        if with_calls
+        else [],
+    )
+
+
+# ------------------------------------------------------------------ text
+
+
+def clean(value: Any) -> str:
+    """A cell as one line of printable text (control characters escaped)."""
+    text = "" if value is None else str(value)
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def share(count: Any, total: Any) -> str:
+    """`count / total` as a percentage with one decimal, '-' when total is 0."""
+    if not total:
+        return "-"
+    return f"{100.0 * int(count) / int(total):.1f}%"
+
+
+_NUMBER = re.compile(r"^(-|-?[0-9][0-9.,]*%?)$")
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An aligned table: columns holding only numbers or shares right-aligned, the rest left."""
+    cells = [[clean(c) for c in headers]] + [[clean(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    right = [all(_NUMBER.match(r[i]) or not r[i] for r in cells[1:]) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)]
+        return "  " + "  ".join(parts).rstrip()
+
+    rule = "  " + "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
+
+
+def unknown_because(reasons: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in reasons)
+
+
+def emptiness_section(s: Summary) -> str:
+    headers = ["tool", "calls", "read"] + [label for _, label in EMPTINESS] + ["door-disagrees", "unknown because"]
+    rows = [
+        [t["tool"], t["calls"], t["read"]]
+        + [share(t[col], t["read"]) for col, _ in EMPTINESS]
+        + [t["door_disagrees"], unknown_because(s.unknown_reasons.get(t["tool"], []))]
+        for t in s.tools
+    ]
+    title = "Emptiness per tool, worst first (shares of the calls read)"
+    return title + "\n" + text_table(headers, rows)
+
+
+def outcome_section(s: Summary) -> str:
+    headers = ["tool", "calls"] + [label for _, label in OUTCOMES]
+    rows = [[t["tool"], t["calls"]] + [share(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools]
+    return "Outcomes per tool (shares of all calls)\n" + text_table(headers, rows)
+
+
+def door(row: Row) -> str:
+    flags = [name for name in ("absent", "bounded", "described") if row[f"door_{name}"]]
+    return f"{row['door_from']}: {'+'.join(flags) or 'none'}"
+
+
+def disagreement_section(s: Summary) -> str:
+    title = f"Calls where the door and the bytes disagree ({len(s.disagreements)})"
+    if not s.disagreements:
+        return title + "\n  none"
+    headers = ["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door", "door"]
+    shown = s.disagreements[:MAX_LISTED]
+    rows = [
+        [d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"], d["emptiness_without_door"], door(d)]
+        for d in shown
+    ]
+    table = text_table(headers, rows)
+    more = len(s.disagreements) - len(shown)
+    return title + "\n" + table + (f"\n  … and {more} more: see the door_disagreements view" if more else "")
+
+
+def runs_section(s: Summary) -> str:
+    r = s.runs
+    pairs = [
+        ("runs", r["runs"]),
+        ("input files", r["source_files"]),
+        ("events", r["events"]),
+        ("events used", r["events_used"]),
+        ("events not needed", r["events_not_needed"]),
+        ("dead letters of runs", r["run_dead_letters"]),
+        ("tool calls", r["tool_calls"]),
+        ("incomplete runs", r["incomplete_runs"]),
+        ("dropped events", r["dropped_events"]),
+        ("served under policy", r["runs_served_under_policy"]),
+    ]
+    if r["unbalanced_rows"]:
+        pairs.append(("rows not balancing", r["unbalanced_rows"]))
+    return "Runs\n" + text_table(["", "count"], pairs)
+
+
+def dead_letter_section(s: Summary) -> str:
+    total = sum(int(d["letters"]) for d in s.dead_letter_reasons)
+    title = f"Dead letters by reason ({total})"
+    if not s.dead_letter_reasons:
+        return title + "\n  none"
+    rows = [[d["reason"], d["letters"], d["files"], d["runs"]] for d in s.dead_letter_reasons]
+    return title + "\n" + text_table(["reason", "letters", "files", "runs"], rows)
+
+
+def headline(s: Summary) -> str:
+    t = s.totals
+    superseded = f", {t['superseded_rows']} earlier revisions left out" if t["superseded_rows"] else ""
+    return (
+        f"Audit of {clean(s.out_dir)}\n"
+        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
+        f" ({t['reading_rows']} reading rows{superseded})"
+    )
+
+
+def render_text(s: Summary) -> str:
+    """The whole terminal report."""
+    if not s.tools:
+        body = ["No readings: no tool calls under this directory."]
+    else:
+        body = [emptiness_section(s), outcome_section(s), disagreement_section(s)]
+    body += [runs_section(s), dead_letter_section(s)]
+    return "\n\n".join([headline(s)] + body) + "\n"
+
+
+# ------------------------------------------------------------------ command
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="footprint-audit report",
+        description="Summarize an output directory of footprint-audit: per tool outcomes, emptiness, "
+        "door disagreements, runs and dead letters.",
+    )
+    parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
+    return parser.parse_args(argv)
+
+
+def write_html(summary: Summary, path: Path) -> None:
+    from pipelines.report_html import build_html
+
+    try:
+        path.write_text(build_html(summary), encoding="utf-8")
+    except OSError as err:
+        raise ReportError(f"Could not write {path}: {err.strerror or err}.") from None
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the report; the exit code (0, or 2 for a problem told in one sentence)."""
+    try:
+        args = parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        tables = check_output_dir(args.dir)
+        con = connect(args.dir, tables)
+        summary = collect(con, args.dir, with_calls=args.html is not None)
+        con.close()
+        sys.stdout.write(render_text(summary))
+        if args.html is not None:
+            write_html(summary, args.html)
+            print(f"HTML report written to {clean(args.html)}")
+    except ReportError as err:
+        print(f"footprint-audit report: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

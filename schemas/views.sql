@@ -1,0 +1,192 @@
+-- The audit summaries as SQL views over the Parquet output (issue 6).
+--
+-- Role:   one source of truth for `footprint-audit report`: pipelines/report.py
+--         runs this file in DuckDB and only formats what the views return.
+-- Use:    replace {out} by the output directory (the one holding readings/,
+--         dead_letters/ and runs/), then run the whole file, e.g.
+--           sed 's#{out}#/data/out#g' schemas/views.sql | duckdb audit.db
+--         In BigQuery, replace the three source views (readings_all,
+--         dead_letters, runs) by your tables, and `date_trunc(grain, t)` in
+--         call_buckets by `TIMESTAMP_TRUNC(t, <grain>)`; the rest is plain SQL
+--         (QUALIFY, window functions, SUM(CASE ...)).
+-- Notes:  `**` also matches files directly under the table folder, so batch
+--         output (readings/*.parquet) and streaming output
+--         (readings/window=.../*.parquet) read alike. Timestamps are UTC: the
+--         report sets the session time zone to UTC before bucketing.
+--         Statements end with ';' at the end of a line, and no string below
+--         holds a ';' (report.py splits on it).
+
+-- ---------------------------------------------------------------- sources
+
+CREATE OR REPLACE VIEW readings_all AS
+SELECT * FROM read_parquet('{out}/readings/**/*.parquet', union_by_name = true, hive_partitioning = false);
+
+CREATE OR REPLACE VIEW dead_letters AS
+SELECT * FROM read_parquet('{out}/dead_letters/**/*.parquet', union_by_name = true, hive_partitioning = false);
+
+CREATE OR REPLACE VIEW runs AS
+SELECT * FROM read_parquet('{out}/runs/**/*.parquet', union_by_name = true, hive_partitioning = false);
+
+-- ---------------------------------------------------------------- calls
+
+-- The current reading of each call: its latest revision (batch readings are
+-- revision 0; the streaming job re-emits a call with a higher revision).
+CREATE OR REPLACE VIEW readings_current AS
+SELECT *
+FROM readings_all
+WHERE TRUE  -- BigQuery wants a WHERE beside QUALIFY
+QUALIFY ROW_NUMBER() OVER (
+  PARTITION BY run_id, tool_call_id, occurrence
+  ORDER BY revision DESC, emitted_at DESC NULLS LAST, source_file DESC, event_index DESC NULLS LAST
+) = 1;
+
+-- One row per call with the labels the summaries group by.
+CREATE OR REPLACE VIEW calls AS
+SELECT
+  COALESCE(tool_name, '(no tool name)') AS tool,
+  emptiness IS NOT NULL AS was_read,
+  COALESCE(emptiness, 'not read') AS emptiness_label,
+  *
+FROM readings_current;
+
+-- How much was superseded: reading rows against current calls.
+CREATE OR REPLACE VIEW reading_totals AS
+SELECT
+  (SELECT COUNT(*) FROM readings_all) AS reading_rows,
+  (SELECT COUNT(*) FROM readings_current) AS calls,
+  (SELECT COUNT(*) FROM readings_all) - (SELECT COUNT(*) FROM readings_current) AS superseded_rows,
+  (SELECT COUNT(DISTINCT tool) FROM calls) AS tools,
+  (SELECT COUNT(*) FROM calls WHERE was_read) AS read_calls,
+  (SELECT COUNT(*) FROM calls WHERE ended_at IS NULL) AS calls_without_ended_at,
+  (SELECT MAX(revision) FROM readings_all) AS max_revision;
+
+-- ---------------------------------------------------------------- per tool
+
+-- Counts per tool: outcomes over all calls, emptiness over the calls read.
+-- `offending` = undeclared-empty + unknown: what the audit is looking for.
+CREATE OR REPLACE VIEW tool_counts AS
+SELECT
+  tool,
+  COUNT(*) AS calls,
+  SUM(CASE WHEN was_read THEN 1 ELSE 0 END) AS read,
+  SUM(CASE WHEN outcome = 'ran' THEN 1 ELSE 0 END) AS ran,
+  SUM(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
+  SUM(CASE WHEN outcome = 'refused' THEN 1 ELSE 0 END) AS refused,
+  SUM(CASE WHEN outcome = 'declined' THEN 1 ELSE 0 END) AS declined,
+  SUM(CASE WHEN outcome = 'not-dispatched' THEN 1 ELSE 0 END) AS not_dispatched,
+  SUM(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS outcome_unknown,
+  SUM(CASE WHEN emptiness = 'declared-absent' THEN 1 ELSE 0 END) AS declared_absent,
+  SUM(CASE WHEN emptiness = 'undeclared-empty' THEN 1 ELSE 0 END) AS undeclared_empty,
+  SUM(CASE WHEN emptiness = 'non-empty' THEN 1 ELSE 0 END) AS non_empty,
+  SUM(CASE WHEN emptiness = 'clarify' THEN 1 ELSE 0 END) AS clarify,
+  SUM(CASE WHEN emptiness = 'unknown' THEN 1 ELSE 0 END) AS emptiness_unknown,
+  SUM(CASE WHEN emptiness IN ('undeclared-empty', 'unknown') THEN 1 ELSE 0 END) AS offending,
+  SUM(CASE WHEN door_disagrees THEN 1 ELSE 0 END) AS door_disagrees
+FROM calls
+GROUP BY tool;
+
+-- Shares (0..1, `/` is a real division in DuckDB and BigQuery; NULL where
+-- nothing was read) and the worst-first rank:
+-- the largest share of undeclared-empty + unknown first, then the most
+-- door disagreements, then the most calls.
+CREATE OR REPLACE VIEW tool_summary AS
+SELECT
+  *,
+  ran / calls AS ran_share,
+  failed / calls AS failed_share,
+  refused / calls AS refused_share,
+  declined / calls AS declined_share,
+  not_dispatched / calls AS not_dispatched_share,
+  outcome_unknown / calls AS outcome_unknown_share,
+  CASE WHEN read > 0 THEN declared_absent / read END AS declared_absent_share,
+  CASE WHEN read > 0 THEN undeclared_empty / read END AS undeclared_empty_share,
+  CASE WHEN read > 0 THEN non_empty / read END AS non_empty_share,
+  CASE WHEN read > 0 THEN clarify / read END AS clarify_share,
+  CASE WHEN read > 0 THEN emptiness_unknown / read END AS emptiness_unknown_share,
+  CASE WHEN read > 0 THEN offending / read END AS offending_share,
+  ROW_NUMBER() OVER (
+    ORDER BY CASE WHEN read > 0 THEN offending / read ELSE 0 END DESC,
+             offending DESC, door_disagrees DESC, calls DESC, tool
+  ) AS worst_rank
+FROM tool_counts;
+
+-- Why the unknown readings could not be counted, per tool.
+CREATE OR REPLACE VIEW unknown_reasons AS
+SELECT tool, COALESCE(rows_unread, '(no reason)') AS rows_unread, COUNT(*) AS calls
+FROM calls
+WHERE emptiness = 'unknown'
+GROUP BY tool, COALESCE(rows_unread, '(no reason)');
+
+-- Calls where the door and the bytes disagree, worst tools first.
+CREATE OR REPLACE VIEW door_disagreements AS
+SELECT
+  c.run_id, c.tool_call_id, c.occurrence, c.tool, c.emptiness, c.emptiness_without_door,
+  c.door_from, c.door_absent, c.door_bounded, c.door_described,
+  c.source_file, c.event_index, c.revision, s.worst_rank
+FROM calls AS c
+JOIN tool_summary AS s USING (tool)
+WHERE c.door_disagrees;
+
+-- ---------------------------------------------------------------- over time
+
+-- Each call's time bucket: by minute when the calls span up to 3 hours, by
+-- hour up to 5 days, else by day (UTC). Calls without ended_at have none.
+CREATE OR REPLACE VIEW call_buckets AS
+WITH span AS (
+  SELECT MIN(ended_at) AS lo, MAX(ended_at) AS hi FROM calls
+), grain AS (
+  SELECT CASE
+    WHEN hi - lo <= INTERVAL 3 HOUR THEN 'minute'
+    WHEN hi - lo <= INTERVAL 5 DAY THEN 'hour'
+    ELSE 'day'
+  END AS grain
+  FROM span
+)
+SELECT c.run_id, c.tool_call_id, c.occurrence, g.grain, date_trunc(g.grain, c.ended_at) AS bucket
+FROM calls AS c CROSS JOIN grain AS g
+WHERE c.ended_at IS NOT NULL;
+
+-- Readings over time, per emptiness (calls not read under 'not read').
+CREATE OR REPLACE VIEW emptiness_timeline AS
+SELECT b.bucket, b.grain, c.emptiness_label, COUNT(*) AS calls
+FROM call_buckets AS b
+JOIN calls AS c USING (run_id, tool_call_id, occurrence)
+GROUP BY b.bucket, b.grain, c.emptiness_label;
+
+-- The calls behind every bar: one row per call with its tool's rank and its
+-- time bucket (NULL without ended_at).
+CREATE OR REPLACE VIEW call_list AS
+SELECT
+  c.tool, s.worst_rank, c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.withheld_by,
+  c.emptiness_label, c.rows_unread, c.door_disagrees, c.emptiness_without_door,
+  c.ended_at, b.bucket, c.revision, c.source_file, c.event_index
+FROM calls AS c
+JOIN tool_summary AS s USING (tool)
+LEFT JOIN call_buckets AS b USING (run_id, tool_call_id, occurrence);
+
+-- ---------------------------------------------------------------- runs and dead letters
+
+CREATE OR REPLACE VIEW run_summary AS
+SELECT
+  COUNT(DISTINCT run_id) AS runs,
+  COUNT(*) AS run_rows,
+  COUNT(DISTINCT source_file) AS source_files,
+  COALESCE(SUM(events), 0) AS events,
+  COALESCE(SUM(events_used), 0) AS events_used,
+  COALESCE(SUM(events_not_needed), 0) AS events_not_needed,
+  COALESCE(SUM(dead_letters), 0) AS run_dead_letters,
+  COALESCE(SUM(tool_calls), 0) AS tool_calls,
+  COALESCE(SUM(dropped_events), 0) AS dropped_events,
+  COUNT(DISTINCT CASE WHEN complete = false THEN run_id END) AS incomplete_runs,
+  COUNT(DISTINCT CASE WHEN served_under_policy THEN run_id END) AS runs_served_under_policy,
+  SUM(CASE WHEN events <> events_used + events_not_needed + dead_letters THEN 1 ELSE 0 END) AS unbalanced_rows
+FROM runs;
+
+CREATE OR REPLACE VIEW dead_letter_reasons AS
+SELECT
+  reason,
+  COUNT(*) AS letters,
+  COUNT(DISTINCT source_file) AS files,
+  COUNT(DISTINCT run_id) AS runs
+FROM dead_letters
+GROUP BY reason;
