@@ -122,7 +122,7 @@ FIXTURE_EXPECTATIONS = {
     "agentfootprint__turn2.recorded.EXTRACT.json": (FORMAT_RECORDING, [("run-1790361930311-2", 16)], None),
     "agentfootprint__no-policy-stream.main.EXTRACT.json": (FORMAT_EVENTS_ARRAY, [("run#1", 7)], None),
     "lens__tool-progress-turn.EXTRACT.json": (FORMAT_EVENTS_ARRAY, [("run-1787172385228-1", 8)], None),
-    "lens__served-coverage.EXTRACT.json": (FORMAT_RECORDING, [(None, 0)], None),
+    "lens__served-coverage.EXTRACT.json": (FORMAT_RECORDING, [("run-1789743883030-1", 0)], None),
     "agentfootprint__otel-real-agent.json": (None, [], REASON_UNKNOWN_FORMAT),
     "agentfootprint__paused-lookup-no-absence.json": (None, [], REASON_UNKNOWN_FORMAT),
     "agentfootprint__coverage-record-only-bytes.EXTRACT.json": (None, [], REASON_UNKNOWN_FORMAT),
@@ -206,10 +206,16 @@ def test_recording_with_blueprint_and_several_runs(tmp_path):
     assert all(r.snapshot == doc["snapshot"] for r in source.runs)
 
 
-def test_snapshot_run_id_is_never_used_as_a_run_id():
+def test_committed_state_only_recording_takes_its_run_identity():
     (run,) = read_source(str(SERVED_COVERAGE)).runs
-    assert run.run_id is None
+    assert run.run_id == "run-1789743883030-1"  # sharedState.runIdentity.conversationId
     assert run.snapshot is not None and "history" in run.snapshot["sharedState"]
+
+
+def test_snapshot_run_id_is_never_used_as_a_run_id():
+    doc = {"snapshot": {"runId": "1790000000000-0001", "sharedState": {"history": []}}, "events": []}
+    (run,) = read_document("r.json", orjson.dumps(doc)).runs
+    assert run.run_id is None
 
 
 def test_recording_without_events_takes_the_artifact_run_id(tmp_path):

@@ -27,7 +27,6 @@ import orjson
 from readers import UNDEFINED
 
 from schemas.events import (
-    CALL_EVENT_TYPES,
     CHECKIN_DECISION,
     MIDDLEWARE_DECISION,
     PAUSE_RESUME,
@@ -344,7 +343,7 @@ def _build_call(
         door_absent=absent,
         door_bounded=bounded,
         described=described,
-        event_index=anchor.index,
+        event_index=end.index if end is not None else None,
         served_under_policy=served,
     )
     _name_and_iteration(call, history_names)
@@ -456,7 +455,7 @@ def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]
                     rows_by_id.setdefault(row["toolCallId"], []).append(row)
     calls: list[Call] = []
     seen: set[str] = set()
-    run_id = run.run_id or ""
+    run_id = run.run_id or f"file:{run.source_file.rsplit('/', 1)[-1]}"
     for msg in messages:
         cid = msg.get("toolCallId")
         if type(cid) is not str or is_placeholder(cid) or cid in event_call_ids or cid in seen:
@@ -501,10 +500,12 @@ NOT_NEEDED = "not-needed"
 
 
 def classify_event(ev: Event) -> Any:
-    """`CALL` (joins by its id), `NOT_NEEDED`, or `(reason, detail)` for a dead letter."""
+    """`CALL` (joins by its id), `NOT_NEEDED`, or `(reason, detail)` for a dead letter.
+
+    Every event with a string, non-placeholder `toolCallId` joins its call's
+    group (READINGS.md §2 step 2); a bracket or declaration without one cannot.
+    """
     t = ev.type
-    if t not in CALL_EVENT_TYPES:
-        return NOT_NEEDED
     cid = ev.payload.get("toolCallId")
     if type(cid) is not str:
         if t in _NEEDS_CALL_ID:
@@ -541,7 +542,7 @@ def join_run(run: RunInput) -> JoinedRun:
         not_needed += len(items) - n_used
         calls.extend(occ)
     calls.extend(committed_state_calls(run, set(by_id)))
-    calls.sort(key=lambda c: (c.event_index if c.event_index is not None else 1 << 62, c.tool_call_id, c.occurrence))
+    calls.sort(key=lambda c: (c.events[-1][1].index if c.events else 1 << 62, c.tool_call_id, c.occurrence))
     return JoinedRun(calls=calls, used=used, not_needed=not_needed, dead_letters=dead)
 
 

@@ -68,7 +68,8 @@ class _JoinDocumentFn(beam.DoFn):
                 yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
             for dl in joined.dead_letters:
                 yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
-            yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, len(joined.calls)))
+            ended = sum(1 for c in joined.calls if c.end is not None)
+            yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, ended))
             yield from joined.calls
         for dl in source.dead_letters:
             yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
@@ -105,13 +106,13 @@ class _KeyEventFn(beam.DoFn):
         if c.session_id is None:
             c.session_id = ev.session_id
         kind = classify_event(ev)
+        if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
+            yield pvalue.TaggedOutput(FACTS, (run_id, (source, ev)))
         if kind is CALL:
             yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), (source, ev)))
             return
         if kind is NOT_NEEDED:
             c.not_needed += 1
-            if ev.type in RUN_EVENT_TYPES or ev.type == PERMISSION_CHECK:
-                yield pvalue.TaggedOutput(FACTS, (run_id, (source, ev)))
             return
         c.dead_letters += 1
         self.dead.inc()
@@ -144,7 +145,7 @@ def _run_facts(item: tuple[str, Iterable[tuple[str, Event]]]) -> tuple[str, RunF
             has_start = True
         elif t == "agent.turn_end":
             has_end = True
-        elif t == PERMISSION_CHECK:
+        elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
             loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
     return run_id, RunFacts(
         resumed_leg=has_resume or (has_end and not has_start),
@@ -169,7 +170,8 @@ class _JoinCallFn(beam.DoFn):
             totals[source] = totals.get(source, 0) + 1
         ends: dict[str, int] = {}
         for call in calls:
-            ends[call.source_file] = ends.get(call.source_file, 0) + 1
+            if call.end is not None:
+                ends[call.end_file] = ends.get(call.end_file, 0) + 1
         for source, total in totals.items():
             used = used_by_file.get(source, 0)
             counts = RunCounts(used=used, not_needed=total - used, tool_calls=ends.get(source, 0))

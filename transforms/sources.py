@@ -440,8 +440,18 @@ def _recording(doc: dict) -> _Document:
         format=FORMAT_RECORDING,
         events=_events_of(doc, "recording"),
         snapshot=snapshot if type(snapshot) is dict else None,
-        run_id=_str_or_none(origin.get("runId")) or _str_or_none(doc.get("runId")),
+        run_id=_str_or_none(origin.get("runId")) or _str_or_none(doc.get("runId")) or _identity_run_id(snapshot),
     )
+
+
+def _identity_run_id(snapshot: Any) -> str | None:
+    """A committed-state-only recording's run: `sharedState.runIdentity` (`runId`, else `conversationId`).
+
+    Never `snapshot.runId`: that is footprintjs's executor id, another namespace (EVENTS.md §1).
+    """
+    state = _dict_or_empty(_dict_or_empty(snapshot).get("sharedState"))
+    identity = _dict_or_empty(state.get("runIdentity"))
+    return _str_or_none(identity.get("runId")) or _str_or_none(identity.get("conversationId"))
 
 
 def _classify(doc: Any) -> _Document:
