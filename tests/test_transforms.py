@@ -1,0 +1,159 @@
+"""Each composite transform alone, on Beam's local runner (TestPipeline + assert_that)."""
+
+from __future__ import annotations
+
+import orjson
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from conftest import fn_api_runner, load_table
+from schemas.declarations import Declarations
+from schemas.events import Event, RunInput, SourceFile
+from transforms import join as join_mod
+from transforms import read as read_mod
+from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
+from transforms.read import ReadInputFiles
+from transforms.read_calls import ReadCalls
+from transforms.write import WriteTable
+
+
+def ev(index, kind, call=None, run="run-1", **payload) -> Event:
+    if call is not None:
+        payload["toolCallId"] = call
+    return Event(index, kind, payload, {"runId": run, "wallClockMs": 1790000000000 + index})
+
+
+def envelope(kind, call=None, run="run-1", **payload) -> dict:
+    if call is not None:
+        payload["toolCallId"] = call
+    return {"type": "agentfootprint." + kind, "payload": payload, "meta": {"runId": run, "wallClockMs": 1}}
+
+
+def pipeline() -> TestPipeline:
+    return TestPipeline(runner=fn_api_runner())
+
+
+def test_read_input_files_splits_documents_stream_events_and_dead_letters(tmp_path):
+    doc = tmp_path / "rec.json"
+    doc.write_bytes(orjson.dumps({"events": [envelope("stream.tool_start", "c1", toolName="t"), envelope("stream.tool_end", "c1", result=[])]}))
+    lines = tmp_path / "s.jsonl"
+    lines.write_bytes(
+        orjson.dumps(envelope("stream.tool_end", "c9", run="run-2", result=[1])) + b"\n" + b"{not json\n"
+    )
+    with pipeline() as p:
+        out = p | beam.Create([str(doc), str(lines)]) | ReadInputFiles(progress=False)
+        assert_that(
+            out["documents"] | "DocRuns" >> beam.Map(lambda s: (s.format, [(r.run_id, len(r.events)) for r in s.runs])),
+            equal_to([("events-array", [("run-1", 2)])]),
+            label="documents",
+        )
+        assert_that(
+            out[read_mod.EVENTS] | "Ev" >> beam.Map(lambda t: (t[0].endswith("s.jsonl"), t[1], t[2].index, t[2].type)),
+            equal_to([(True, "event-stream", 0, "stream.tool_end")]),
+            label="events",
+        )
+        assert_that(
+            out[read_mod.DEAD_LETTERS] | "Dl" >> beam.Map(lambda r: (r["event_index"], r["reason"])),
+            equal_to([(1, "not-json")]),
+            label="dead",
+        )
+
+
+def test_join_recording_runs_joins_in_place_and_counts_the_run():
+    run = RunInput(
+        "run-1",
+        "f.json",
+        "events-array",
+        events=[
+            ev(0, "agent.run_configured"),
+            ev(1, "stream.tool_start", "c1", toolName="list_hosts"),
+            ev(2, "stream.tool_end", "c1", result=[]),
+            ev(3, "stream.tool_end", "[REDACTED]", result=[]),
+        ],
+    )
+    with pipeline() as p:
+        out = p | beam.Create([SourceFile("f.json", "events-array", runs=[run])]) | JoinRecordingRuns()
+        assert_that(
+            out["calls"] | "Keys" >> beam.Map(lambda c: (c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name)),
+            equal_to([("run-1", "c1", 1, "ran", "list_hosts")]),
+            label="calls",
+        )
+        assert_that(
+            out[join_mod.RUNS] | "R" >> beam.Map(lambda r: (r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])),
+            equal_to([(4, 2, 1, 1, 1)]),
+            label="runs",
+        )
+        assert_that(
+            out[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["event_index"], r["reason"])),
+            equal_to([(3, "redacted-call-id")]),
+            label="dead",
+        )
+
+
+def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
+    items = [
+        ("a.jsonl", "event-stream", ev(0, "stream.tool_start", "c1", toolName="find_volumes")),
+        ("a.jsonl", "event-stream", ev(1, "tools.absent", "c1", toolName="find_volumes", iteration=1, checked=["x"])),
+        ("b.jsonl", "event-stream", ev(0, "stream.tool_end", "c1", result="nothing")),
+        ("b.jsonl", "event-stream", ev(1, "agent.turn_end")),
+        ("b.jsonl", "event-stream", ev(2, "stream.tool_end", None, result=[])),
+    ]
+    with pipeline() as p:
+        keyed = p | beam.Create(items) | KeyStreamEvents()
+        joined = keyed[join_mod.KEYED] | JoinEventStream(keyed[join_mod.FACTS])
+        assert_that(
+            joined["calls"] | "C" >> beam.Map(lambda c: (c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration)),
+            equal_to([("c1", 1, "ran", True, "b.jsonl", 1)]),
+            label="calls",
+        )
+        rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | StreamRunRows()
+        assert_that(
+            rows | "R" >> beam.Map(lambda r: (r["source_file"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])),
+            equal_to([("a.jsonl", 2, 2, 0, 0, 0), ("b.jsonl", 3, 1, 1, 1, 1)]),
+            label="runs",
+        )
+        assert_that(
+            keyed[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["source_file"], r["reason"])),
+            equal_to([("b.jsonl", "missing-call-id")]),
+            label="dead",
+        )
+
+
+def test_read_calls_reads_each_call_with_the_declared_rows_key():
+    run = RunInput(
+        "run-1",
+        "f.json",
+        "events-array",
+        events=[
+            ev(0, "stream.tool_start", "c1", toolName="list_hosts"),
+            ev(1, "stream.tool_end", "c1", result={"hosts": [1, 2, 3]}),
+        ],
+    )
+    from transforms.calls import join_run
+
+    calls = join_run(run).calls
+    decl = Declarations(rows_at={"list_hosts": "hosts"})
+    with pipeline() as p:
+        rows = p | beam.Create(calls) | ReadCalls(decl, reader_version="test")
+        assert_that(
+            rows | beam.Map(lambda r: (r["emptiness"], r["rows"], r["rows_source"], r["rows_at"], r["counted_at"], r["reader_version"])),
+            equal_to([("non-empty", 3, "app", "hosts", ["hosts"], "test")]),
+        )
+
+
+def test_write_table_writes_sorted_deterministic_shards(tmp_path):
+    rows = [
+        {"source_file": f"f{i % 3}.json", "event_index": i, "run_id": None, "reason": "not-json", "detail": "d", "raw": "x"}
+        for i in range(10)
+    ]
+    with pipeline() as p:
+        paths = p | beam.Create(rows) | WriteTable("dead_letters", str(tmp_path), shards=2)
+        assert_that(paths | beam.Map(lambda s: s.rsplit("/", 1)[-1]), equal_to(["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]))
+    back = load_table(tmp_path, "dead_letters")
+    assert sorted((r["source_file"], r["event_index"]) for r in back) == sorted((r["source_file"], r["event_index"]) for r in rows)
+    for f in sorted((tmp_path / "dead_letters").glob("*.parquet")):
+        import pyarrow.parquet as pq
+
+        part = pq.read_table(f).to_pylist()
+        assert part == sorted(part, key=lambda r: (r["source_file"], r["event_index"]))
