@@ -65,7 +65,7 @@ DOOR_EVENTS = "events"
 DOOR_COMMITTED = "committed-state"
 DOOR_VALUE = "value"
 
-#: Types that must carry a call id to be joined (a bracket or a declaration).
+#: Types that must carry a call id to be joined (a bracket or a declaration; every `tools.*`).
 _NEEDS_CALL_ID = frozenset({TOOL_START, TOOL_END, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS})
 
 
@@ -217,9 +217,9 @@ def _between(ev_file: str, index: int, call: Call) -> bool:
 
 
 def _within_call(ev_file: str, index: int, call: Call) -> bool:
-    """An event of the call itself: between its start and end when both are known."""
+    """Between the call's start and end (READINGS.md §2 step 4); with no order (several files), any."""
     if call.start is None or call.end is None:
-        return True
+        return False
     start_file = call.events[0][0]
     if start_file != call.end_file:
         return True
@@ -230,6 +230,8 @@ def _outcome(call: Call, facts: RunFacts) -> tuple[str, str | None]:
     end = call.end
     end_p = end.payload if end is not None else {}
     start_p = call.start.payload if call.start is not None else {}
+    if is_placeholder(start_p.get("notDispatched")):
+        return "unknown", None
     for key in ("notDispatched", "notExecuted", "error"):
         if is_placeholder(end_p.get(key)):
             return "unknown", None
@@ -508,7 +510,7 @@ def classify_event(ev: Event) -> Any:
     t = ev.type
     cid = ev.payload.get("toolCallId")
     if type(cid) is not str:
-        if t in _NEEDS_CALL_ID:
+        if t in _NEEDS_CALL_ID or t.startswith("tools."):
             return (REASON_MISSING_CALL_ID, f"a {t} event without a string payload.toolCallId cannot be joined to a call")
         return NOT_NEEDED
     if cid in PLACEHOLDERS:

@@ -63,6 +63,7 @@ __all__ = [
     "read_document",
     "read_source",
     "open_source",
+    "event_from_message",
     "served_under_policy",
     "sniff_format",
 ]
@@ -364,6 +365,16 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
     except JSONError as exc:
         return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
     return check_envelope(element, index, source_file, data, where=where)
+
+
+def event_from_message(
+    source: str, index: int, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Event | DeadLetter:
+    """One message of a stream source (a Kafka record, a Pub/Sub message) → Event or DeadLetter."""
+    where = f"Message {index}"
+    if len(data) > max_event_bytes:
+        return _too_large(source, index, where, len(data), max_event_bytes, data)
+    return _event_from_bytes(source, index, data, where)
 
 
 def _not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
