@@ -24,8 +24,7 @@ Emits:   nothing; no I/O, no clock, no Beam.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .jsvalues import (
     UNDEFINED,
@@ -40,7 +39,7 @@ from .recognize import (
     declared_by_value,
     is_artifact_ref,
     is_placed_tool_result,
-    parse_maybe_json,
+    parse_maybe_json_for_reading,
     read_coverage_ledger,
 )
 
@@ -65,9 +64,8 @@ _FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class EmptinessReading:
-    """One reading of a tool result (upstream `EmptinessReading`).
+class EmptinessReading(NamedTuple):
+    """One reading of a tool result (upstream `EmptinessReading`): a frozen, typed value.
 
     `rows` is the JS count (an int); `counted_at` the path segments where it
     was taken; `described` the per-kind counts of a described result as
@@ -108,14 +106,21 @@ class EmptinessReading:
     @classmethod
     def from_upstream(cls, shape: dict) -> "EmptinessReading":
         """Build a reading from the upstream dict shape (keeps its key order)."""
-        kw: dict = {}
-        for key, v in shape.items():
-            if key == "countedAt":
-                v = tuple(v)
-            elif key == "described":
-                v = tuple(v.items())
-            kw[_FIELDS[key]] = v
-        return cls(key_order=tuple(shape), **kw)
+        get = shape.get
+        counted = get("countedAt")
+        described = get("described")
+        return cls(
+            shape["emptiness"],
+            shape["undeclaredShape"],
+            get("rows"),
+            get("source"),
+            get("rowsAt"),
+            None if counted is None else tuple(counted),
+            None if described is None else tuple(described.items()),
+            get("rowsUnread"),
+            get("bounded", False),
+            tuple(shape),
+        )
 
 
 def _counted(n: Any, source: str, at: list, rows_at: Any = UNDEFINED) -> dict:
@@ -229,7 +234,7 @@ def _door_field(door: Any, name: str) -> Any:
 
 
 def _read(value: Any, rows_at: Any, door: Any, kept_out: Callable[[Any], Any] | None) -> dict:
-    data = parse_maybe_json(value)
+    data = parse_maybe_json_for_reading(value)
     if door is None or door is UNDEFINED:
         own = declared_by_value(data)
         door = {"absent": own is not None and own.absent, "bounded": own is not None and own.bounded}

@@ -19,22 +19,112 @@ double (see `readers.jsvalues`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-__all__ = ["JSONError", "parse_json"]
+__all__ = ["JSONError", "parse_json", "parse_json_kept", "take_parsed", "NOT_KEPT", "known_bad", "orjson_outcome", "last_outcome", "remember_failure", "Outcome"]
 
 
 class JSONError(ValueError):
     """The text is not one JSON value (JavaScript's `SyntaxError`)."""
 
 
+class Outcome(NamedTuple):
+    """How orjson fared on a text: ok, or the first fault's message and position."""
+
+    text: Any
+    ok: bool
+    msg: str
+    pos: int
+
+
+_NO_OUTCOME = Outcome(None, False, "", 0)
+# The last outcome, by identity of the text object: the readers ask about the
+# same served text several times per call (parse, leading values, prefix).
+# One slot, replaced whole (a tuple), so concurrent threads only ever see a
+# complete outcome; values are never kept, only whether and where it failed.
+_last: Outcome = _NO_OUTCOME
+
+
+def orjson_outcome(text: str) -> Outcome:
+    """orjson's verdict on `text` (memoized for the last text object asked about)."""
+    global _last
+    last = _last
+    if last.text is text:
+        return last
+    try:
+        orjson.loads(text)
+        out = Outcome(text, True, "", 0)
+    except orjson.JSONDecodeError as exc:
+        out = Outcome(text, False, exc.msg, exc.pos)
+    _last = out
+    return out
+
+
+def known_bad(text: Any) -> bool:
+    """True when orjson already refused this very text object for a fault JavaScript refuses too."""
+    last = _last
+    return last.text is text and not last.ok and not _MAY_BE_JS_JSON.search(last.msg)
+
+
+def last_outcome(text: Any) -> Outcome | None:
+    """The remembered verdict on this very text object, or None."""
+    last = _last
+    return last if last.text is text else None
+
+
+def remember_failure(text: str, exc: orjson.JSONDecodeError) -> Outcome:
+    """Remember (and return) orjson's refusal of `text`."""
+    global _last
+    out = _last = Outcome(text, False, exc.msg, exc.pos)
+    return out
+
+
+def _remember(text: Any, ok: bool, msg: str = "", pos: int = 0) -> None:
+    global _last
+    if type(text) is str:
+        _last = Outcome(text, ok, msg, pos)
+
+
+# A value parsed for a reader that never hands it out (`read_emptiness`,
+# `declared_by_value`), kept for ONE later taker of the same text object
+# (`leading_json_values`, which returns it): taking removes it (an atomic
+# `dict.pop`), so a value is never shared by two callers.
+_kept: dict = {}
+
+
+def parse_json_kept(text: str) -> Any:
+    """`parse_json`, keeping the value for one later `take_parsed(text)`."""
+    value = parse_json(text)
+    if type(text) is str and len(text) >= 64:
+        _kept.clear()
+        _kept[id(text)] = (text, value)
+    return value
+
+
+def take_parsed(text: str) -> Any:
+    """The value `parse_json_kept` made of this very text object (once), or `_NOT_KEPT`."""
+    item = _kept.pop(id(text), None)
+    if item is None or item[0] is not text:
+        return NOT_KEPT
+    return item[1]
+
+
+NOT_KEPT: Any = object()
+
+
 def parse_json(text: str | bytes) -> Any:
     """Parse one JSON value the way `JSON.parse` does, or raise `JSONError`."""
+    last = _last
+    if last.text is text and not last.ok and not _MAY_BE_JS_JSON.search(last.msg):
+        raise JSONError(last.msg)
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
+        _remember(text, True)
+        return value
     except orjson.JSONDecodeError as exc:
+        _remember(text, False, exc.msg, exc.pos)
         # orjson reports the FIRST fault left to right. Only these faults are
         # text JavaScript accepts; any other one JS refuses too, at the same place.
         if not _MAY_BE_JS_JSON.search(str(exc)):

@@ -171,7 +171,15 @@ def js_deep_equal(a: Any, b: Any) -> bool:
 
 def js_number_to_string(value: int | float) -> str:
     """`String(n)` for a JS double (ECMAScript Number::toString, T4/T5)."""
+    if type(value) is int and -_MAX_SAFE <= value <= _MAX_SAFE:
+        return str(value)
     d = _as_double(value)
+    if d.is_integer() and abs(d) <= _MAX_SAFE:
+        return str(int(d))  # also -0 → "0"
+    return _double_to_string(d)
+
+
+def _double_to_string(d: float) -> str:
     if d != d:
         return "NaN"
     if d == 0:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .jsonparse import JSONError, parse_json
+from .jsonparse import JSONError, known_bad, parse_json, parse_json_kept
 from .jsvalues import UNDEFINED, js_trim
 
 __all__ = [
@@ -50,10 +50,27 @@ def parse_maybe_json(value: Any) -> Any:
     if type(value) is not str:
         return value
     trimmed = js_trim(value)
-    if not trimmed or trimmed[0] not in "{[":
+    if not trimmed or trimmed[0] not in "{[" or known_bad(trimmed):
         return value
     try:
         return parse_json(trimmed)
+    except JSONError:
+        return value
+
+
+def parse_maybe_json_for_reading(value: Any) -> Any:
+    """`parse_maybe_json` for a reader that never hands the parsed value out.
+
+    The value is kept for one later `leading_json_values` on the same text,
+    which then need not parse it again (see `readers.jsonparse.take_parsed`).
+    """
+    if type(value) is not str:
+        return value
+    trimmed = js_trim(value)
+    if not trimmed or trimmed[0] not in "{[" or known_bad(trimmed):
+        return value
+    try:
+        return parse_json_kept(trimmed)
     except JSONError:
         return value
 
@@ -132,7 +149,7 @@ def _listed(holder: Any, key: str) -> bool:
 
 def declared_by_value(value: Any) -> ValueDeclaration | None:
     """§4: an absence (bare, or one level inside a ledger) and/or a ledger, with gaps."""
-    data = parse_maybe_json(value)
+    data = parse_maybe_json_for_reading(value)
     ledger = read_coverage_ledger(data)
     absence = read_absence(data)
     if absence is UNDEFINED and ledger is not UNDEFINED:

@@ -20,9 +20,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from .jsonparse import JSONError, parse_json
+import orjson
+
+from .jsonparse import (
+    NOT_KEPT,
+    JSONError,
+    last_outcome,
+    orjson_outcome,
+    parse_json,
+    remember_failure,
+    take_parsed,
+)
 from .jsvalues import UNDEFINED, JSTypeError, js_number_to_string, js_trim
 
 __all__ = ["LeadingJson", "JsonPrefix", "leading_json_values", "json_prefix_of"]
@@ -95,6 +106,42 @@ def _not_a_string(text: Any, reading: str) -> JSTypeError:
     return JSTypeError("text.slice is not a function")
 
 
+_AFTER_DOCUMENT = "unexpected content after document"
+# orjson reached the end of the text inside the value: its brackets never close.
+_END_OF_DATA = "unexpected end of data"
+_RUNS_TO_END: Any = object()
+
+
+def _first_value_fast(text: str, at: int) -> tuple[Any, int] | None:
+    """orjson's reading of the value at `at`: (value, where the text after it starts), or None.
+
+    orjson stops at the first fault; "unexpected content after document"
+    means one whole value came first, ending where the bracket scan would
+    end it (a valid value's brackets balance, strings skipped alike), and
+    its `pos` is the first non-space character after it. Any other fault is
+    left to the exact scan below.
+    """
+    piece = text[at:] if at else text
+    kept = take_parsed(piece)
+    if kept is not NOT_KEPT:
+        return kept, len(text)
+    outcome = last_outcome(piece)
+    if outcome is None or outcome.ok:
+        try:
+            return orjson.loads(piece), len(text)
+        except orjson.JSONDecodeError as exc:
+            outcome = remember_failure(piece, exc)
+    if outcome.msg.startswith(_END_OF_DATA):
+        return _RUNS_TO_END
+    if not outcome.msg.startswith(_AFTER_DOCUMENT):
+        return None
+    end = at + outcome.pos
+    try:
+        return orjson.loads(text[at:end]), end
+    except orjson.JSONDecodeError:  # pragma: no cover - the prefix parsed a moment ago
+        return None
+
+
 def leading_json_values(text: str) -> LeadingJson:
     """§6: the complete JSON values `text` opens with, and `rest` after them.
 
@@ -106,6 +153,13 @@ def leading_json_values(text: str) -> LeadingJson:
     n = len(text)
     at = _SPACE.match(text, 0).end()
     while at < n and (text[at] == "{" or text[at] == "["):
+        fast = _first_value_fast(text, at)
+        if fast is _RUNS_TO_END:
+            break
+        if fast is not None:
+            values.append(fast[0])
+            at = _SPACE.match(text, fast[1]).end() if fast[1] < n else n
+            continue
         end = _value_end(text, at)
         if end < 0:
             break
@@ -117,13 +171,56 @@ def leading_json_values(text: str) -> LeadingJson:
     return LeadingJson(tuple(values), text[at:])
 
 
-_LITERAL = re.compile(r'[^{}\[\],:" \t\n\r]+')
-_SKIP = re.compile(r"[ \t\n\r,:]+")
+# The tokens of JSON text, contiguous: separators (JSON space, `,`, `:`; not checked, every
+# group empty), then exactly one non-empty group: a complete string without escapes or
+# control characters, a literal, a bracket, a complete string with escapes (its value
+# is what JSON.parse makes of it), or a string the text ends inside.
+_TOKENS = re.compile(
+    r'[ \t\n\r,:]+|("[^"\\\x00-\x1f]*")|([^{}\[\],:" \t\n\r]+)|([{\[])|([}\]])'
+    r'|("[^"\\]*(?:\\.[^"\\]*)*")|(".*)',
+    re.DOTALL,
+)
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _NUMBER_START = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?)?", re.ASCII)
 _CLOSER = {"{": "}", "[": "]"}
-# A complete string literal without escapes or control characters: its value is its body.
-_PLAIN_LITERAL = re.compile(r'"([^"\\\x00-\x1f]*)"')
+
+
+# The leaves of text orjson read to its end without a fault (a grammatical JSON prefix):
+# a complete string without escapes (its body; the only group that can be empty), one with
+# escapes, the string the text ends in (from its quote), a literal.
+_PREFIX_LEAVES = re.compile(r'"([^"\\]*)"|("[^"\\]*(?:\\.[^"\\]*)*")|(".*)|([^{}\[\],:" \t\n\r]+)', re.DOTALL)
+
+
+def _leaves_of_valid_prefix(text: str, at: int) -> JsonPrefix:
+    """`json_prefix_of` for text orjson read to its end with no fault.
+
+    orjson's "unexpected end of data" means every token before the cut is
+    valid JSON in a valid place (strings, escapes, numbers, matching
+    closers) and the outermost value never closes, so the token scan can
+    only collect leaves: the strings, numbers and booleans, with the last
+    token (the one the text ends inside) left out or read for its words.
+    """
+    leaves: list = []
+    tokens = _PREFIX_LEAVES.findall(text, at)
+    last = len(tokens) - 1
+    for i, (plain, escaped, cut, literal) in enumerate(tokens):
+        if literal:
+            if i == last and text.endswith(literal):
+                break  # cut inside a literal (a valid start, or orjson would have said so)
+            if literal == "true" or literal == "false":
+                leaves.append(literal)
+            elif literal != "null":
+                if len(literal) <= 15 and literal.isdigit():
+                    leaves.append(literal)
+                else:
+                    leaves.append(_number_leaf(literal))
+        elif escaped:
+            leaves.append(parse_json(escaped))
+        elif cut:
+            return JsonPrefix(tuple(leaves), _whole_words(cut[1:]))
+        else:
+            leaves.append(plain)
+    return JsonPrefix(tuple(leaves))
 
 
 def _is_literal_start(literal: str) -> bool:
@@ -133,6 +230,14 @@ def _is_literal_start(literal: str) -> bool:
         or "null".startswith(literal)
         or _NUMBER_START.fullmatch(literal) is not None
     )
+
+
+@lru_cache(maxsize=4096)
+def _number_leaf(literal: str) -> str | None:
+    """A complete JSON number literal as `String(Number(literal))`; None for anything else."""
+    if _JSON_NUMBER.fullmatch(literal) is None:
+        return None
+    return js_number_to_string(float(literal))
 
 
 def _whole_words(body: str) -> str | None:
@@ -158,45 +263,38 @@ def json_prefix_of(text: str) -> JsonPrefix | None:
     at = _SPACE.match(text, 0).end()
     if at >= n or text[at] not in "{[":
         return None
+    outcome = orjson_outcome(text[at:] if at else text)
+    if outcome.ok or outcome.msg.startswith(_AFTER_DOCUMENT):
+        return None  # the value closes: no JSON cut short
+    if outcome.msg.startswith(_END_OF_DATA):
+        return _leaves_of_valid_prefix(text, at)
     leaves: list = []
     open_: list = []
-    while at < n:
-        ch = text[at]
-        if ch in " \t\n\r,:":
-            at = _SKIP.match(text, at).end()
-        elif ch == "{" or ch == "[":
-            open_.append(_CLOSER[ch])
-            at += 1
-        elif ch == "}" or ch == "]":
-            if not open_ or open_.pop() != ch or not open_:
-                return None
-            at += 1
-        elif ch == '"':
-            plain = _PLAIN_LITERAL.match(text, at)
-            if plain is not None:
-                leaves.append(plain.group(1))
-                at = plain.end()
-                continue
-            s = _STRING_TAIL.match(text, at + 1)
-            if s is None:
-                words = _whole_words(text[at + 1 :])
-                return JsonPrefix(tuple(leaves), words)
-            try:
-                leaves.append(parse_json(text[at : s.end()]))
-            except JSONError:
-                return None
-            at = s.end()
-        else:
-            m = _LITERAL.match(text, at)
-            end = m.end()
-            literal = m.group(0)
-            if end == n:
+    tokens = _TOKENS.findall(text, at)
+    last = len(tokens) - 1
+    for i, (plain, literal, opener, closer, escaped, cut) in enumerate(tokens):
+        if plain:
+            leaves.append(plain[1:-1])
+        elif literal:
+            if i == last:  # the text ends inside this literal: it may be cut
                 return JsonPrefix(tuple(leaves)) if _is_literal_start(literal) else None
             if literal == "true" or literal == "false":
                 leaves.append(literal)
-            elif _JSON_NUMBER.fullmatch(literal) is not None:
-                leaves.append(js_number_to_string(float(literal)))
             elif literal != "null":
+                leaf = _number_leaf(literal)
+                if leaf is None:
+                    return None
+                leaves.append(leaf)
+        elif opener:
+            open_.append("}" if opener == "{" else "]")
+        elif closer:
+            if not open_ or open_.pop() != closer or not open_:
                 return None
-            at = end
+        elif escaped:
+            try:
+                leaves.append(parse_json(escaped))
+            except JSONError:
+                return None
+        elif cut:  # the text ends inside this string: its whole words are text
+            return JsonPrefix(tuple(leaves), _whole_words(cut[1:]))
     return JsonPrefix(tuple(leaves))
