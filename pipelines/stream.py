@@ -169,6 +169,8 @@ def _messages(p: beam.Pipeline, kind: str, parts: dict, args: argparse.Namespace
         kwargs: dict = {}
         if args.max_records:
             kwargs["max_num_records"] = args.max_records
+        if args.max_read_seconds:
+            kwargs["max_read_time"] = args.max_read_seconds
         if args.expansion_service:
             kwargs["expansion_service"] = args.expansion_service
         records = p | "ReadKafka" >> ReadFromKafka(
@@ -179,6 +181,9 @@ def _messages(p: beam.Pipeline, kind: str, parts: dict, args: argparse.Namespace
             },
             topics=[parts["topic"]],
             with_metadata=True,
+            # Event time: the record's CreateTime, which producers set to the event's
+            # wallClockMs (or Kafka sets to the send time, the same for a live run).
+            timestamp_policy=ReadFromKafka.create_time_policy,
             **kwargs,
         )
         return records | "KafkaMessages" >> beam.Map(
@@ -241,9 +246,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--window-seconds", type=float, default=60.0, help="output window length in event time (default 60)")
     p.add_argument("--max-event-bytes", type=int, default=sources.DEFAULT_MAX_EVENT_BYTES)
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (bounded read; tests)")
+    p.add_argument("--max-read-seconds", type=int, default=0, help="Kafka: stop reading after this many seconds (bounded read)")
     p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id")
-    p.add_argument("--expansion-service", default=None, help="Kafka: HOST:PORT of a running expansion service, or a jar path")
+    p.add_argument("--expansion-service", default=None,
+                   help="Kafka: HOST:PORT of a running expansion service, or a jar (default: the cached one, see tools/fetch_jars.py)")
     return p
+
+
+def _with_java_services(args: argparse.Namespace, beam_args: list[str]) -> list[str]:
+    """Fill in the Java side from the cached jars: the Flink job server, Kafka's expansion service."""
+    from . import jars
+
+    runner = next((a.split("=", 1)[1] for a in beam_args if a.startswith("--runner=")), None)
+    if runner is None and "--runner" in beam_args:
+        runner = beam_args[beam_args.index("--runner") + 1]
+    flink = runner is not None and runner.lower().startswith("flink")
+    kafka = args.source.startswith("kafka://")
+    need_jars = (flink and not any(a.startswith("--flink_job_server_jar") for a in beam_args)) or (
+        kafka and not args.expansion_service
+    )
+    cached = jars.ensure_jars() if need_jars else {}
+    if flink and not any(a.startswith("--flink_job_server_jar") for a in beam_args):
+        beam_args = [*beam_args, f"--flink_job_server_jar={cached['flink_job_server_jar']}"]
+    if kafka:
+        if not args.expansion_service:
+            args.expansion_service = jars.kafka_expansion_service(cached)
+        elif args.expansion_service.endswith(".jar"):
+            args.expansion_service = jars.kafka_expansion_service({"expansion_service_jar": args.expansion_service})
+    return beam_args
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -255,10 +285,11 @@ def run(argv: list[str] | None = None) -> int:
     except (UsageError, DeclarationsError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
-    if args.expansion_service and args.expansion_service.endswith(".jar"):
-        from apache_beam.transforms.external import JavaJarExpansionService
-
-        args.expansion_service = JavaJarExpansionService(args.expansion_service)
+    try:
+        beam_args = _with_java_services(args, beam_args)
+    except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
+        print(f"footprint-audit stream: {exc}", file=sys.stderr)
+        return 2
     options = PipelineOptions(beam_args)
     runner = None
     if options.view_as(StandardOptions).runner is None:

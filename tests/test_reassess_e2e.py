@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, load_table
+from helpers import EXAMPLES, ROOT, load_table
 from pipelines import reassess
 
 GLOB = "examples/recordings/**"

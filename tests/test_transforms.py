@@ -7,7 +7,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from conftest import fn_api_runner, load_table
+from helpers import fn_api_runner, load_table
 from schemas.declarations import Declarations
 from schemas.events import Event, RunInput, SourceFile
 from transforms import join as join_mod

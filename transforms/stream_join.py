@@ -31,13 +31,12 @@ from typing import Any, Callable, Iterable, Tuple
 import apache_beam as beam
 import orjson
 from apache_beam import pvalue
-from apache_beam.coders import BooleanCoder, BytesCoder, PickleCoder, VarIntCoder
+from apache_beam.coders import BooleanCoder, PickleCoder, VarIntCoder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (
     BagStateSpec,
     ReadModifyWriteStateSpec,
-    SetStateSpec,
     TimerSpec,
     on_timer,
 )
@@ -64,8 +63,7 @@ def event_fingerprint(ev: Event) -> bytes:
 
 
 class _StatefulJoinFn(beam.DoFn):
-    EVENTS = BagStateSpec("events", PickleCoder())
-    SEEN = SetStateSpec("seen", BytesCoder())
+    EVENTS = BagStateSpec("events", PickleCoder())  # (fingerprint, source, Event)
     REVISION = ReadModifyWriteStateSpec("revision", VarIntCoder())
     LAST_MS = ReadModifyWriteStateSpec("last_ms", VarIntCoder())
     CLOSED = ReadModifyWriteStateSpec("closed", BooleanCoder())
@@ -94,7 +92,6 @@ class _StatefulJoinFn(beam.DoFn):
         element: tuple[tuple[str, str], tuple[str, Event]],
         timestamp: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
-        seen: Any = beam.DoFn.StateParam(SEEN),
         revision: Any = beam.DoFn.StateParam(REVISION),
         last_ms: Any = beam.DoFn.StateParam(LAST_MS),
         closed: Any = beam.DoFn.StateParam(CLOSED),
@@ -107,11 +104,10 @@ class _StatefulJoinFn(beam.DoFn):
             yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
             return
         fp = event_fingerprint(ev)
-        if fp in seen.read():
+        if any(held[0] == fp for held in events.read()):
             self.duplicates.inc()
             return
-        seen.add(fp)
-        events.add((source, ev))
+        events.add((fp, source, ev))
         ts_ms = int(timestamp.micros // 1000)
         if ev.type == TOOL_END:
             read_timer.set(Timestamp.of((ts_ms + self.grace_ms) / 1000))
@@ -124,7 +120,7 @@ class _StatefulJoinFn(beam.DoFn):
 
     def _read(self, key: tuple[str, str], events: Any, revision: Any, fire: Timestamp) -> Iterable[dict]:
         run_id, call_id = key
-        items = list(events.read())
+        items = [(source, ev) for _fp, source, ev in events.read()]
         calls = join_call_events(run_id, call_id, items)
         if not calls:
             return
@@ -156,7 +152,6 @@ class _StatefulJoinFn(beam.DoFn):
         key: Any = beam.DoFn.KeyParam,
         fire: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
-        seen: Any = beam.DoFn.StateParam(SEEN),
         revision: Any = beam.DoFn.StateParam(REVISION),
         last_ms: Any = beam.DoFn.StateParam(LAST_MS),
         closed: Any = beam.DoFn.StateParam(CLOSED),
@@ -172,11 +167,10 @@ class _StatefulJoinFn(beam.DoFn):
             rows = list(self._read(key, events, revision, fire))
             yield from rows
             if not rows:
-                for source, ev in events.read():
+                for _fp, source, ev in events.read():
                     self.late.inc()
                     yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, key[0]))
         events.clear()
-        seen.clear()
         revision.clear()
         last_ms.clear()
         closed.write(True)
