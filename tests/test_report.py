@@ -41,13 +41,31 @@ NO_NAME = "(no tool name)"
 
 
 def _sources() -> list[str]:
-    return ["fixture"] + (["env"] if os.environ.get(OUT_ENV) else [])
+    return ["examples", "fixture"] + (["env"] if os.environ.get(OUT_ENV) else [])
+
+
+def _examples_output(tmp: Path) -> Path:
+    from helpers import ROOT
+    from pipelines import reassess
+
+    out = tmp / "examples-out"
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        code = reassess.run(["--input", "examples/recordings/**", "--output", str(out),
+                             "--declarations", "examples/declarations.json", "--no-progress", "--quiet"])
+    finally:
+        os.chdir(cwd)
+    assert code == 0
+    return out
 
 
 @pytest.fixture(scope="module", params=_sources())
 def out_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if request.param == "env":
         return Path(os.environ[OUT_ENV])
+    if request.param == "examples":
+        return _examples_output(tmp_path_factory.mktemp("report-examples"))
     return write_output(tmp_path_factory.mktemp("report") / "out")
 
 
