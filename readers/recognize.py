@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .jsonparse import JSONError, known_bad, parse_json, parse_json_kept
 from .jsvalues import UNDEFINED, js_trim
@@ -47,15 +47,7 @@ def parse_maybe_json(value: Any) -> Any:
     Anything else — a non-string, plain text, JSON text followed by a note —
     comes back unchanged (the ORIGINAL, untrimmed string).
     """
-    if type(value) is not str:
-        return value
-    trimmed = js_trim(value)
-    if not trimmed or trimmed[0] not in "{[" or known_bad(trimmed):
-        return value
-    try:
-        return parse_json(trimmed)
-    except JSONError:
-        return value
+    return _maybe_json(value, parse_json)
 
 
 def parse_maybe_json_for_reading(value: Any) -> Any:
@@ -64,13 +56,17 @@ def parse_maybe_json_for_reading(value: Any) -> Any:
     The value is kept for one later `leading_json_values` on the same text,
     which then need not parse it again (see `readers.jsonparse.take_parsed`).
     """
+    return _maybe_json(value, parse_json_kept)
+
+
+def _maybe_json(value: Any, parse: Callable[[str], Any]) -> Any:
     if type(value) is not str:
         return value
     trimmed = js_trim(value)
     if not trimmed or trimmed[0] not in "{[" or known_bad(trimmed):
         return value
     try:
-        return parse_json_kept(trimmed)
+        return parse(trimmed)
     except JSONError:
         return value
 
