@@ -5,6 +5,11 @@ Role:    a job writes its tables under `OUT/_staging/<token>/`; only when the
          whole job succeeded does `publish` replace `OUT/<table>/` with them,
          so an interrupted or failed run never leaves partial or mixed
          output, and running twice gives the same files.
+         Publishing is three renames, so it is journalled: `publish` first
+         writes `OUT/_staging/_PUBLISHING` naming the staged folder; a process
+         killed between the renames leaves that note, and the next job (or
+         `clean_stale_staging`) finishes the swap before anything else, so the
+         three tables always come from one run.
 Emits:   files under the output directory; the summary text.
 """
 
@@ -26,6 +31,8 @@ from transforms.write import part_name
 __all__ = ["new_staging", "publish", "clean_stale_staging", "summarize", "table_files", "is_local"]
 
 STAGING = "_staging"
+#: The journal note of a publish in progress (it holds the staged folder's name).
+PUBLISHING = "_PUBLISHING"
 
 
 def is_local(path: str) -> bool:
@@ -34,10 +41,18 @@ def is_local(path: str) -> bool:
 
 
 def clean_stale_staging(out: str) -> None:
-    """Remove what interrupted earlier runs left in `OUT/_staging/`."""
+    """Finish a publish that was interrupted, then remove what earlier runs left in `OUT/_staging/`."""
     staging = Path(out) / STAGING
+    marker = staging / PUBLISHING
+    if marker.is_file():
+        token = marker.read_text(encoding="utf-8").strip()
+        if token and os.sep not in token and token not in (".", "..") and (staging / token).is_dir():
+            _swap(out, staging / token)
     if staging.is_dir():
         shutil.rmtree(staging, ignore_errors=True)
+    for leftover in Path(out).glob(".*.old-*"):  # set aside by a publish of an older version
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def new_staging(out: str) -> str:
@@ -65,16 +80,31 @@ def _ensure_table(staged: str, table: str) -> None:
 
 
 def publish(staged: str, out: str) -> None:
-    """Replace `OUT/<table>/` by the staged tables (each swap is one rename)."""
+    """Replace `OUT/<table>/` by the staged tables: journalled, so a kill part-way is finished later."""
     for table in TABLES:
         _ensure_table(staged, table)
+    staged_path = Path(staged)
+    marker = Path(out) / STAGING / PUBLISHING
+    note = marker.with_name(f"{PUBLISHING}.{staged_path.name}.tmp")
+    note.write_text(staged_path.name, encoding="utf-8")
+    os.replace(note, marker)  # from here on, the swap is finished even if this process dies
+    _swap(out, staged_path)
+
+
+def _swap(out: str, staged: Path) -> None:
+    """Move each staged table into place (idempotent: a table already moved is skipped), then clean up."""
+    for table in TABLES:
+        source = staged / table
+        if not source.is_dir():
+            continue  # moved by the interrupted publish
         final = Path(out) / table
-        old = Path(out) / f".{table}.old-{uuid.uuid4().hex[:8]}"
+        aside = staged / f".old-{table}"
         if final.exists():
-            os.replace(final, old)
-        os.replace(Path(staged) / table, final)
-        if old.exists():
-            shutil.rmtree(old, ignore_errors=True)
+            if aside.exists():
+                shutil.rmtree(aside)
+            os.replace(final, aside)
+        os.replace(source, final)
+    (Path(out) / STAGING / PUBLISHING).unlink(missing_ok=True)
     shutil.rmtree(staged, ignore_errors=True)
     parent = Path(out) / STAGING
     if parent.is_dir() and not any(parent.iterdir()):

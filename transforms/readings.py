@@ -14,7 +14,8 @@ recognized, or a declaration the bytes do not show (`door_disagrees`).
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+import re
+from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from typing import Any, Callable
 
@@ -109,13 +110,40 @@ def served_columns(value: Any) -> dict:
     return out
 
 
+# The instants a `datetime` (and so a Parquet timestamp row) can hold: years 1 to 9999.
+_MIN_MS = -62135596800000
+_MAX_MS = 253402300799999
+
+
 def _timestamp(ms: Any) -> datetime | None:
     if not is_js_number(ms):
         return None
     f = float(ms)
-    if math.isnan(f) or math.isinf(f) or abs(f) > 8.64e15:
+    if math.isnan(f) or not _MIN_MS <= f <= _MAX_MS:
         return None
-    return datetime.fromtimestamp(int(f) / 1000, tz=timezone.utc)
+    return _EPOCH + timedelta(milliseconds=int(f))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(value: Any) -> Any:
+    """`value` with lone UTF-16 surrogates (JS strings may hold them; UTF-8 cannot) as U+FFFD."""
+    t = type(value)
+    if t is str:
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value)
+    if t is list:
+        return [utf8_safe(v) for v in value]
+    if t is dict:
+        return {k: utf8_safe(v) for k, v in value.items()}
+    return value
 
 
 def _facts(door: dict | None, data: Any) -> tuple[Any, Any]:
@@ -201,7 +229,15 @@ def reading_row(
     row["reader_version"] = reader_version
     row["revision"] = 0
     row["emitted_at"] = None
+    for key in _FROM_VALUE_TEXT:
+        v = row[key]
+        if v is not None and not (type(v) is str and v.isascii()):
+            row[key] = utf8_safe(v)
     return row
+
+
+#: Columns whose strings come from inside the value (JSON text may escape lone surrogates).
+_FROM_VALUE_TEXT = ("served_rest", "served_leaves", "served_words", "resolved", "paging_next", "counted_at", "rows_at")
 
 
 def _read_into(row: dict, call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None) -> None:

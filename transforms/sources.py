@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Iterator
@@ -74,6 +75,10 @@ DEFAULT_MAX_EVENT_BYTES = 64 << 20
 HEAD_BYTES = 64 << 10
 #: How much of an oversized element a dead letter keeps (the row keeps 64 KiB).
 RAW_KEEP_BYTES = 64 << 10
+#: Deepest nesting of arrays and objects one event (or a recording's snapshot) may have.
+#: Deeper values cannot pass through Beam's coders (recursive pickling) nor be re-serialized
+#: by orjson (254 levels), so they are `too-large` dead letters, never a crash.
+MAX_EVENT_DEPTH = 254
 
 ENVELOPE_FORMAT_V1 = "agentfootprint.recording.v1"
 REDACTION_RECORDER_ID = "agentfootprint.redaction"
@@ -252,6 +257,54 @@ def sniff_format(head: bytes, name: str = "") -> str | None:
 # --------------------------------------------------------------------------
 
 
+def _depth_over(value: Any, limit: int = MAX_EVENT_DEPTH) -> int | None:
+    """How deep `value` nests arrays and objects, when that is more than `limit`; None otherwise.
+
+    Iterative (never recursive), so any depth the JSON parser gave back can be measured.
+    """
+    if type(value) is not dict and type(value) is not list:
+        return None
+    stack = [(value, 1)]
+    deepest = 1
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        children = node.values() if type(node) is dict else node
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return None
+
+
+def _maybe_too_deep(data: bytes, limit: int = MAX_EVENT_DEPTH) -> bool:
+    """False when `data` cannot hold more than `limit` nested brackets (a cheap upper bound)."""
+    return data.count(b"[") + data.count(b"{") > limit
+
+
+#: A `\\uD800`–`\\uDFFF` escape anywhere (a quick test before the careful rewrite).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: Every backslash escape: a surrogate pair (kept), a lone surrogate (rewritten), anything else (kept).
+_ESCAPE = re.compile(
+    rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+    re.DOTALL,
+)
+
+
+def _lone_surrogates_replaced(data: bytes) -> bytes:
+    """JSON text with each lone UTF-16 surrogate escape (`\\ud800`) rewritten as `\\ufffd`.
+
+    `JSON.parse` accepts a lone surrogate, but UTF-8 (Beam's string coder, Parquet)
+    cannot hold one: read it as U+FFFD, the replacement character, as `raw` does for
+    invalid UTF-8. Surrogate pairs and escaped backslashes are left as they are.
+    """
+    if b"\\u" not in data or _SURROGATE_ESCAPE.search(data) is None:
+        return data
+    return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
+
+
 def _js_kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -361,10 +414,26 @@ def _too_large(source_file: str, index: int, where: str, size: int, cap: int, ra
 def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
     """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size)."""
     try:
-        element = parse_json(data)
+        element = parse_json(_lone_surrogates_replaced(data))
     except JSONError as exc:
         return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
+    if _maybe_too_deep(data):
+        depth = _depth_over(element)
+        if depth is not None:
+            return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
     return check_envelope(element, index, source_file, data, where=where)
+
+
+def _too_deep(source_file: str, index: int | None, where: str, depth: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    return DeadLetter(
+        source_file,
+        index,
+        run_id,
+        REASON_TOO_LARGE,
+        f"{where} nests arrays and objects {depth}+ levels deep, more than the {MAX_EVENT_DEPTH}-level limit "
+        "for one event; it was not read.",
+        raw[:RAW_KEEP_BYTES],
+    )
 
 
 def event_from_message(
@@ -502,8 +571,15 @@ def served_under_policy(snapshot: Any) -> bool:
 
 def _document_items(source_file: str, document: _Document, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
     for index, element in enumerate(document.events):
-        raw = _dump(element)
         where = f"Event {index} of the event list"
+        try:
+            raw = orjson.dumps(element)
+        except TypeError:  # orjson.JSONEncodeError: nested deeper than orjson writes
+            depth = _depth_over(element)
+            if depth is not None:
+                yield _too_deep(source_file, index, where, depth, b"", _own_or_hint(element, document.run_id))
+                continue
+            raw = _dump(element)
         if len(raw) > max_event_bytes:
             yield _too_large(source_file, index, where, len(raw), max_event_bytes, raw, _own_or_hint(element, document.run_id))
             continue
@@ -535,35 +611,47 @@ def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", 
     return SourceFile(source_file, fmt, dead_letters=[letter])
 
 
-def _parse_document(source_file: str, data: bytes, max_event_bytes: int) -> SourceFile:
+def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
     """`read_document` on bytes that are already decompressed."""
     text = _strip_bom(data)
     if not text.strip():
         return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
-        doc = parse_json(text)
+        doc = parse_json(_lone_surrogates_replaced(text) if utf8_safe else text)
     except JSONError as exc:
         return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
     try:
         document = _classify(doc)
     except SourceError as exc:
         return _file_failure(source_file, exc.reason, exc.detail, data)
+    depth = _depth_over(document.snapshot) if _maybe_too_deep(text) else None
+    if depth is not None:
+        detail = (
+            f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
+            f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
+        )
+        return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
     source = group_by_run(source_file, document.format, _document_items(source_file, document, max_event_bytes))
     return _apply_document(source, document)
 
 
-def read_document(source_file: str, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> SourceFile:
+def read_document(
+    source_file: str, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, utf8_safe: bool = False
+) -> SourceFile:
     """Read a whole-document file (envelope v1, recording, events array) from its bytes.
 
     `data` may be gzip or zstd compressed. Events are grouped by `meta.runId`
     in recording order; a file-level failure gives a `SourceFile` with no
-    runs and one dead letter (`event_index` None).
+    runs and one dead letter (`event_index` None). With `utf8_safe` (what the
+    pipeline's `open_source` asks for) a lone UTF-16 surrogate escape reads
+    as U+FFFD, so every string fits UTF-8 (Beam's coders, Parquet); without
+    it, strings are exactly what `JSON.parse` gives.
     """
     try:
         data = decompress(data, source_file)
     except SourceError as exc:
         return _file_failure(source_file, exc.reason, exc.detail, data)
-    return _parse_document(source_file, data, max_event_bytes)
+    return _parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 
 # --------------------------------------------------------------------------
@@ -615,8 +703,8 @@ def _drain_line(stream: BinaryIO) -> int:
 
 def _json_lines(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
     for line in lines:
-        if not line.data.strip():
-            continue
+        if line.size <= max_event_bytes and not line.data.strip():
+            continue  # a blank line (an oversized one is never skipped: only its head was looked at)
         where = f"Line {line.number}"
         if line.size > max_event_bytes:
             yield _too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
@@ -788,7 +876,7 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     finally:
         rest.close()
-    source = _parse_document(path, data, max_event_bytes)
+    source = _parse_document(path, data, max_event_bytes, utf8_safe=True)
     if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
         # JSON Lines whose first line was longer than the sniffed head.
         stream2 = io.BytesIO(data)
