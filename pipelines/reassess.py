@@ -137,13 +137,14 @@ def build_pipeline(
         | "StreamRunRows" >> StreamRunRows()
     )
 
-    calls = (joined_docs["calls"], joined_stream["calls"]) | "AllCalls" >> beam.Flatten()
-    readings = calls | "ReadCalls" >> ReadCalls(declarations)
-    dead = (
-        (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
-        | "AllDeadLetters" >> beam.Flatten()
+    # Each branch is read and batched for writing where it is made: a Flatten of calls or row
+    # dicts would be materialized (every element encoded and decoded) by the local runner.
+    readings = (
+        joined_docs["calls"] | "ReadCalls" >> ReadCalls(declarations),
+        joined_stream["calls"] | "ReadStreamCalls" >> ReadCalls(declarations),
     )
-    runs = (joined_docs[join_mod.RUNS], stream_runs) | "AllRuns" >> beam.Flatten()
+    dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
+    runs = (joined_docs[join_mod.RUNS], stream_runs)
 
     readings | "WriteReadings" >> WriteTable("readings", staging, shards)
     dead | "WriteDeadLetters" >> WriteTable("dead_letters", staging, 1)

@@ -8,6 +8,14 @@ Role:    the one writer of `readings`, `dead_letters` and `runs`. Rows are
          files, whatever the runner's order. `pipelines.reassess` publishes
          the staged folder only when the whole job succeeded.
 Emits:   Parquet files (through Beam's `FileSystems`, so any runner's storage works).
+
+Rows cross the shuffle in Arrow batches, not one by one: each bundle
+gathers its rows per shard and turns every `BATCH_ROWS` of them into one
+Arrow IPC buffer (the table's schema, lz4), so the shuffle moves a few
+byte strings instead of encoding and decoding every row dict, and the
+writer sorts the shard's batches with Arrow. `WriteTable` takes one
+PCollection of rows or several (a tuple): each is batched where it is made,
+and only the batches are flattened.
 """
 
 from __future__ import annotations
@@ -17,12 +25,30 @@ from typing import Any, Iterable
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas.tables import SORT_KEYS, TABLES
 
-__all__ = ["WriteTable", "write_table_file", "sort_rows", "part_name", "shard_of"]
+__all__ = [
+    "WriteTable",
+    "write_table_file",
+    "write_arrow_file",
+    "sort_rows",
+    "sort_arrow",
+    "part_name",
+    "shard_of",
+    "rows_to_ipc",
+    "ipc_to_table",
+]
+
+#: Rows per Arrow batch sent through the shuffle (fewer when their bytes pass `BATCH_BYTES`).
+BATCH_ROWS = 4096
+#: Bytes of `raw` (dead letters) per batch before it is sent.
+BATCH_BYTES = 32 << 20
 
 
 def part_name(shard: int, shards: int) -> str:
@@ -41,6 +67,14 @@ def sort_rows(table: str, rows: list[dict]) -> list[dict]:
     return rows
 
 
+def sort_arrow(table: str, arrow: pa.Table) -> pa.Table:
+    """An Arrow table in the table's deterministic order: `sort_rows`' order (nulls first, stable)."""
+    if arrow.num_rows <= 1:
+        return arrow
+    keys = [(k, "ascending", "at_start") for k in SORT_KEYS[table]]
+    return arrow.take(pc.sort_indices(arrow, options=pc.SortOptions(sort_keys=keys)))
+
+
 def shard_of(table: str, row: dict, shards: int) -> int:
     """A stable shard for a row: crc32 of its first sort key."""
     if shards <= 1:
@@ -49,13 +83,65 @@ def shard_of(table: str, row: dict, shards: int) -> int:
     return zlib.crc32(str(first).encode("utf-8", "surrogatepass")) % shards
 
 
-def write_table_file(path: str, table: str, rows: list[dict]) -> str:
-    """Write rows as one Parquet file (zstd) with the table's Arrow schema."""
-    schema = TABLES[table]
-    arrow = pa.Table.from_pylist(sort_rows(table, rows), schema=schema)
+def write_arrow_file(path: str, arrow: pa.Table) -> str:
+    """Write an Arrow table as one Parquet file (zstd)."""
     with FileSystems.create(path) as f:
         pq.write_table(arrow, f, compression="zstd")
     return path
+
+
+def write_table_file(path: str, table: str, rows: list[dict]) -> str:
+    """Write rows as one Parquet file (zstd) with the table's Arrow schema."""
+    schema = TABLES[table]
+    return write_arrow_file(path, pa.Table.from_pylist(sort_rows(table, rows), schema=schema))
+
+
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def rows_to_ipc(table: str, rows: list[dict]) -> bytes:
+    """Rows as one Arrow IPC stream (the table's schema, lz4-compressed buffers)."""
+    arrow = pa.Table.from_pylist(rows, schema=TABLES[table])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, arrow.schema, options=_IPC_OPTIONS) as writer:
+        writer.write_table(arrow)
+    return sink.getvalue().to_pybytes()
+
+
+def ipc_to_table(data: bytes) -> pa.Table:
+    """An Arrow IPC stream (from `rows_to_ipc`) back to a table."""
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+
+
+class _BatchRowsFn(beam.DoFn):
+    """Rows → `(shard, Arrow IPC bytes)`, per bundle, every `BATCH_ROWS` rows of a shard."""
+
+    def __init__(self, table: str, shards: int) -> None:
+        self.table = table
+        self.shards = shards
+
+    def start_bundle(self) -> None:
+        self._rows: dict[int, list[dict]] = {}
+        self._bytes: dict[int, int] = {}
+
+    def process(self, row: dict) -> Iterable[tuple[int, bytes]]:
+        shard = shard_of(self.table, row, self.shards)
+        rows = self._rows.get(shard)
+        if rows is None:
+            rows = self._rows[shard] = []
+            self._bytes[shard] = 0
+        rows.append(row)
+        raw = row.get("raw")
+        if raw is not None:
+            self._bytes[shard] += len(raw)
+        if len(rows) >= BATCH_ROWS or self._bytes[shard] >= BATCH_BYTES:
+            del self._rows[shard]
+            yield shard, rows_to_ipc(self.table, rows)
+
+    def finish_bundle(self) -> Iterable[WindowedValue]:
+        for shard, rows in self._rows.items():
+            yield WindowedValue((shard, rows_to_ipc(self.table, rows)), 0, [GlobalWindow()])
+        self._rows = {}
 
 
 class _WriteShardFn(beam.DoFn):
@@ -64,14 +150,16 @@ class _WriteShardFn(beam.DoFn):
         self.directory = directory
         self.shards = shards
 
-    def process(self, item: tuple[int, Iterable[dict]]) -> Iterable[str]:
-        shard, rows = item
+    def process(self, item: tuple[int, Iterable[bytes]]) -> Iterable[str]:
+        shard, batches = item
         path = FileSystems.join(self.directory, self.table, part_name(shard, self.shards))
-        yield write_table_file(path, self.table, list(rows))
+        arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
+        yield write_arrow_file(path, sort_arrow(self.table, arrow).combine_chunks())
 
 
 class WriteTable(beam.PTransform):
-    """Rows of one table → Parquet shards under `directory/<table>/`; yields the file paths."""
+    """Rows of one table (one PCollection, or a tuple of them) → Parquet shards under
+    `directory/<table>/`; yields the file paths."""
 
     def __init__(self, table: str, directory: str, shards: int = 1) -> None:
         super().__init__()
@@ -79,11 +167,18 @@ class WriteTable(beam.PTransform):
         self.directory = directory
         self.shards = max(1, shards)
 
-    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+    def expand(self, rows: Any) -> beam.PCollection:
         table, shards = self.table, self.shards
+        parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+        batches = [
+            part | f"Batch{i}" >> beam.ParDo(_BatchRowsFn(table, shards)) for i, part in enumerate(parts)
+        ]
+        if len(batches) > 1:
+            batched = tuple(batches) | "AllBatches" >> beam.Flatten()
+        else:
+            batched = batches[0]
         return (
-            rows
-            | "Shard" >> beam.Map(lambda r: (shard_of(table, r, shards), r))
+            batched
             | "GroupShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.ParDo(_WriteShardFn(table, self.directory, shards))
         )

@@ -1,0 +1,193 @@
+"""The plain-Python baseline: the reassess job's work, without Beam, on one core.
+
+Role: the limit the Beam design can approach. It does the same work on the
+same input with the same pure functions the pipeline uses —
+`transforms.sources.open_source` (bytes → events), `transforms.calls.join_run`
+(recording runs, in place) and `classify_event` + `join_call_events` (event
+streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
+pipeline's side input makes them), `transforms.readings.reading_row` (call →
+row), and pyarrow with `schemas.tables` (sorted, sharded, zstd Parquet, as
+`transforms.write` lays them out) — so its tables equal the Beam job's.
+
+    python -m bench.baseline --input bench/data/rec-100mb --output /tmp/base-out \\
+        --declarations bench/data/rec-100mb.declarations.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from schemas.declarations import load_declarations  # noqa: E402
+from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
+from schemas.tables import TABLES  # noqa: E402
+from transforms.accounting import RunCounts, add_counts, document_run_row, run_row  # noqa: E402
+from transforms.calls import CALL, NOT_NEEDED, RunFacts, classify_event, dead_letter_of, join_call_events, join_run  # noqa: E402
+from transforms.readings import reading_row  # noqa: E402
+from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
+from transforms.write import part_name, shard_of, sort_rows  # noqa: E402
+
+__all__ = ["run_baseline", "list_inputs"]
+
+BYTES_PER_SHARD = 256 << 20  # as pipelines.reassess
+
+
+def list_inputs(pattern: str) -> list[tuple[str, int]]:
+    """Files under a folder (recursively) or matching a glob, sorted, with sizes."""
+    if os.path.isdir(pattern):
+        names = [str(p) for p in Path(pattern).rglob("*") if p.is_file()]
+    else:
+        names = [n for n in glob.glob(pattern, recursive=True) if os.path.isfile(n)]
+    return sorted((n, os.path.getsize(n)) for n in names)
+
+
+def _facts(events: list[tuple[str, Event]]) -> RunFacts:
+    """What `transforms.join._run_facts` makes of a run's fact events."""
+    has_resume = has_start = has_end = False
+    loose = []
+    for source, ev in events:
+        t = ev.type
+        if t == "pause.resume":
+            has_resume = True
+        elif t == "agent.turn_start":
+            has_start = True
+        elif t == "agent.turn_end":
+            has_end = True
+        elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
+            loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
+    return RunFacts(resumed_leg=has_resume or (has_end and not has_start), paused_call_id=None,
+                    loose_permission_checks=tuple(loose))
+
+
+def _add(counts: dict, key: tuple, part: RunCounts) -> None:
+    have = counts.get(key)
+    counts[key] = part if have is None else add_counts([have, part])
+
+
+def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
+    """Read, join, read calls and write the three tables under `out`; returns counts."""
+    rows_at_for = declarations.rows_at_for
+    readings: list[dict] = []
+    dead: list[dict] = []
+    runs: list[dict] = []
+    keyed: dict[tuple[str, str], list[tuple[str, Event]]] = {}
+    fact_events: dict[str, list[tuple[str, Event]]] = {}
+    counts: dict[tuple, RunCounts] = {}
+    events = 0
+    for path in files:
+        opened = open_source(path, max_event_bytes)
+        if isinstance(opened, SourceFile):
+            for run in opened.runs:
+                joined = join_run(run)
+                events += len(run.events) + len(run.dead_letters)
+                dead.extend(dl.row() for dl in run.dead_letters)
+                dead.extend(dl.row() for dl in joined.dead_letters)
+                ended = sum(1 for c in joined.calls if c.end is not None)
+                runs.append(document_run_row(run, joined, ended))
+                readings.extend(reading_row(c, rows_at_for) for c in joined.calls)
+            dead.extend(dl.row() for dl in opened.dead_letters)
+            continue
+        fmt, items = opened
+        for item in items:
+            if not isinstance(item, Event):
+                dead.append(item.row())
+                if item.run_id is not None:
+                    events += 1
+                    _add(counts, (item.run_id, path), RunCounts(events=1, dead_letters=1, format=fmt))
+                continue
+            events += 1
+            ev = item
+            run_id = ev.run_id
+            key = (run_id, path)
+            c = counts.get(key)
+            if c is None:
+                c = counts[key] = RunCounts(format=fmt)
+            c.events += 1
+            if c.session_id is None:
+                c.session_id = ev.session_id
+            kind = classify_event(ev)
+            if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
+                fact_events.setdefault(run_id, []).append((path, ev))
+            if kind is CALL:
+                keyed.setdefault((run_id, ev.payload["toolCallId"]), []).append((path, ev))
+            elif kind is NOT_NEEDED:
+                c.not_needed += 1
+            else:
+                c.dead_letters += 1
+                dead.append(dead_letter_of(path, ev, *kind).row())
+    facts = {run_id: _facts(evs) for run_id, evs in fact_events.items()}
+    for (run_id, call_id), items in keyed.items():
+        calls = join_call_events(run_id, call_id, items, facts.get(run_id))
+        used: dict[str, int] = {}
+        ends: dict[str, int] = {}
+        for call in calls:
+            for source, _ev in call.events:
+                used[source] = used.get(source, 0) + 1
+            if call.end is not None:
+                ends[call.end_file] = ends.get(call.end_file, 0) + 1
+            readings.append(reading_row(call, rows_at_for))
+        totals: dict[str, int] = {}
+        for source, _ev in items:
+            totals[source] = totals.get(source, 0) + 1
+        for source, total in totals.items():
+            u = used.get(source, 0)
+            c = counts[(run_id, source)]
+            c.used += u
+            c.not_needed += total - u
+            c.tool_calls += ends.get(source, 0)
+    for (run_id, source), c in counts.items():
+        runs.append(run_row(run_id, source, c.format or "event-stream", c))
+    keyed.clear()
+    write_tables(out, {"readings": (readings, shards), "dead_letters": (dead, 1), "runs": (runs, 1)})
+    return {"events": events, "readings": len(readings), "dead_letters": len(dead), "runs": len(runs)}
+
+
+def write_tables(out: str, tables: dict[str, tuple[list[dict], int]]) -> None:
+    """Each table's rows as sorted, sharded zstd Parquet files (`part-SSSSS-of-NNNNN.parquet`)."""
+    for table, (rows, shards) in tables.items():
+        by_shard: dict[int, list[dict]] = {}
+        for row in rows:
+            by_shard.setdefault(shard_of(table, row, shards), []).append(row)
+        folder = Path(out) / table
+        folder.mkdir(parents=True, exist_ok=True)
+        for shard, part in by_shard.items():
+            arrow = pa.Table.from_pylist(sort_rows(table, part), schema=TABLES[table])
+            pq.write_table(arrow, folder / part_name(shard, shards), compression="zstd")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="plain-Python reassess (no Beam) on one core")
+    ap.add_argument("--input", required=True, help="a folder or a glob")
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--declarations")
+    ap.add_argument("--shards", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="print one JSON line of results")
+    args = ap.parse_args(argv)
+    inputs = list_inputs(args.input)
+    total = sum(s for _, s in inputs)
+    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    decl = load_declarations(args.declarations)
+    t = time.perf_counter()
+    res = run_baseline([p for p, _ in inputs], args.output, decl, shards)
+    res.update(seconds=time.perf_counter() - t, bytes=total, files=len(inputs))
+    print(json.dumps(res) if args.json else res)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""The benchmarks keep working: generator + every benchmark on a tiny input, correctness only.
+
+Never timing: nothing here asserts a speed. It checks that the generator is
+seeded and covers what it promises, that the plain-Python baseline and the
+Beam job give the same tables on generated input (recordings and event
+streams), that the batched Arrow writer orders rows as `sort_rows` does, and
+that the readers, stateful-join and one-command harnesses run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from helpers import ROOT, load_table
+
+sys.path.insert(0, str(ROOT))
+
+from bench import baseline, run as bench_run  # noqa: E402
+from bench.generate import DECLARATIONS, generate, parse_size, write_declarations  # noqa: E402
+from pipelines import reassess  # noqa: E402
+from schemas.declarations import load_declarations  # noqa: E402
+from schemas.tables import TABLES  # noqa: E402
+from transforms.write import ipc_to_table, rows_to_ipc, sort_arrow, sort_rows  # noqa: E402
+
+
+def _key(row: dict) -> str:
+    return json.dumps(row, sort_keys=True, default=str)
+
+
+def _same(a: list[dict], b: list[dict]) -> bool:
+    return sorted(map(_key, a)) == sorted(map(_key, b))
+
+
+@pytest.fixture(scope="module", params=["recordings", "stream"])
+def generated(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"gen-{request.param}")
+    stats = generate(tmp / "in", parse_size("300KB"), seed=11, layout=request.param, big=False)
+    decl = write_declarations(tmp / "decl.json")
+    return request.param, tmp, stats, decl
+
+
+def test_generator_is_seeded_and_sized(tmp_path):
+    a = generate(tmp_path / "a", 100_000, seed=3)
+    b = generate(tmp_path / "b", 100_000, seed=3)
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
+    assert a.bytes >= 100_000 and a.runs > 0 and a.calls >= 3 * a.runs
+    assert 0.01 < a.bad / a.events < 0.1
+
+
+def test_parse_size():
+    assert parse_size("1MB") == 1_000_000 and parse_size("2GB") == 2_000_000_000 and parse_size("512k") == 512_000
+
+
+def test_baseline_and_beam_give_the_same_tables(generated):
+    layout, tmp, stats, decl = generated
+    inputs = baseline.list_inputs(str(tmp / "in"))
+    base_out = tmp / "base"
+    counts = baseline.run_baseline([p for p, _ in inputs], str(base_out), load_declarations(decl), shards=2)
+    assert counts["readings"] > 0 and counts["dead_letters"] > 0
+    beam_out = tmp / "beam"
+    code = reassess.run(["--input", str(tmp / "in"), "--output", str(beam_out), "--declarations", decl,
+                         "--shards", "2", "--no-progress", "--quiet"])
+    assert code == 0
+    for table in ("readings", "dead_letters", "runs"):
+        mine, theirs = load_table(base_out, table), load_table(beam_out, table)
+        assert len(mine) == len(theirs), table
+        assert _same(mine, theirs), table
+    readings = load_table(beam_out, "readings")
+    # every route of the reading is exercised
+    assert {r["outcome"] for r in readings} >= {"ran", "failed", "refused", "unknown"}
+    assert {r["emptiness"] for r in readings} >= {"non-empty", "undeclared-empty", "declared-absent", "unknown"}
+    assert {r["served_kind"] for r in readings} >= {"json", "json+text", "json-cut", "text"}
+    reasons = {r["reason"] for r in load_table(beam_out, "dead_letters")}
+    assert reasons >= {"not-an-event", "missing-run-id", "missing-call-id", "redacted-call-id"}
+    runs = load_table(beam_out, "runs")
+    assert all(r["events"] == r["events_used"] + r["events_not_needed"] + r["dead_letters"] for r in runs)
+
+
+def test_batched_arrow_writes_sort_as_sort_rows():
+    rows = [
+        {"source_file": f, "event_index": i, "run_id": None, "reason": r, "detail": "", "raw": ""}
+        for f, i, r in [("b", None, "x"), ("a", 3, "y"), ("a", None, "z"), ("é", 1, "z"), ("z", -1, "z"), ("a", 3, "a")]
+    ]
+    arrow = ipc_to_table(rows_to_ipc("dead_letters", rows))
+    assert arrow.schema.equals(TABLES["dead_letters"])
+    assert sort_arrow("dead_letters", arrow).to_pylist() == sort_rows("dead_letters", list(rows))
+
+
+def test_readers_and_stateful_workers_run(generated):
+    layout, tmp, _stats, _decl = generated
+    if layout == "stream":  # the stateful join replays event streams
+        elements = bench_run.stateful_events(str(tmp / "in"), 300)
+        assert elements
+        assert bench_run.run_stateful(elements) > 0
+    from bench.bench_readers import _all_three
+    from bench.corpus import make_corpus
+
+    _all_three(make_corpus(50, 1))
+
+
+def test_the_one_command_runs_on_a_tiny_input(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--size", "200KB", "--runs", "1", "--readers-n", "200",
+         "--stateful-n", "200", "--data", str(tmp_path), "--json", str(tmp_path / "r.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert set(results) >= {"readers", "recordings", "stream", "stateful", "onemb"}
+    assert results["recordings"]["equal"] and results["stream"]["equal"]
+    assert "benchmark" in out.stdout
