@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-__all__ = ["JSONError", "parse_json", "parse_json_kept", "take_parsed", "NOT_KEPT", "known_bad", "orjson_outcome", "last_outcome", "remember_failure", "Outcome"]
+__all__ = ["JSONError", "parse_json", "parse_json_kept", "take_parsed", "NOT_KEPT", "known_bad", "may_be_js_json", "orjson_outcome", "last_outcome", "remember_failure", "Outcome"]
 
 
 class JSONError(ValueError):
@@ -65,7 +65,7 @@ def orjson_outcome(text: str) -> Outcome:
 def known_bad(text: Any) -> bool:
     """True when orjson already refused this very text object for a fault JavaScript refuses too."""
     last = _last
-    return last.text is text and not last.ok and not _MAY_BE_JS_JSON.search(last.msg)
+    return last.text is text and not last.ok and not may_be_js_json(last.msg)
 
 
 def last_outcome(text: Any) -> Outcome | None:
@@ -117,7 +117,7 @@ NOT_KEPT: Any = object()
 def parse_json(text: str | bytes) -> Any:
     """Parse one JSON value the way `JSON.parse` does, or raise `JSONError`."""
     last = _last
-    if last.text is text and not last.ok and not _MAY_BE_JS_JSON.search(last.msg):
+    if last.text is text and not last.ok and not may_be_js_json(last.msg):
         raise JSONError(last.msg)
     try:
         value = orjson.loads(text)
@@ -127,7 +127,7 @@ def parse_json(text: str | bytes) -> Any:
         _remember(text, False, exc.msg, exc.pos)
         # orjson reports the FIRST fault left to right. Only these faults are
         # text JavaScript accepts; any other one JS refuses too, at the same place.
-        if not _MAY_BE_JS_JSON.search(str(exc)):
+        if not may_be_js_json(str(exc)):
             raise JSONError(str(exc)) from None
     except RecursionError:  # pragma: no cover - orjson caps depth itself
         pass
@@ -141,7 +141,9 @@ def parse_json(text: str | bytes) -> Any:
     return _ExactParser(text).parse()
 
 
-_MAY_BE_JS_JSON = re.compile(r"infinity|surrogate|depth limit|UTF-8|recursion", re.IGNORECASE)
+def may_be_js_json(msg: str) -> bool:
+    """An orjson fault that JavaScript's JSON.parse may accept (T3): the exact parser decides."""
+    return "surrogate" in msg or "infinity" in msg or "depth limit" in msg or "UTF-8" in msg or "ecursion" in msg
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _PLAIN_STRING = re.compile(r'[^"\\\x00-\x1f]*')

@@ -29,6 +29,7 @@ from .jsonparse import (
     NOT_KEPT,
     JSONError,
     last_outcome,
+    may_be_js_json,
     orjson_outcome,
     parse_json,
     remember_failure,
@@ -109,6 +110,7 @@ def _not_a_string(text: Any, reading: str) -> JSTypeError:
 _AFTER_DOCUMENT = "unexpected content after document"
 # orjson reached the end of the text inside the value: its brackets never close.
 _END_OF_DATA = "unexpected end of data"
+# No (further) value here: the scan of leading values stops.
 _RUNS_TO_END: Any = object()
 
 
@@ -134,7 +136,9 @@ def _first_value_fast(text: str, at: int) -> tuple[Any, int] | None:
     if outcome.msg.startswith(_END_OF_DATA):
         return _RUNS_TO_END
     if not outcome.msg.startswith(_AFTER_DOCUMENT):
-        return None
+        # A fault JS refuses too lies inside the bracketed span (before it, the text is a
+        # valid value that has not closed yet), so JSON.parse of the span fails: no value.
+        return None if may_be_js_json(outcome.msg) else _RUNS_TO_END
     end = at + outcome.pos
     try:
         return orjson.loads(text[at:end]), end
