@@ -82,12 +82,19 @@ _NO_SERVED = {
 }
 
 
-def served_columns(value: Any) -> dict:
-    """The `served_*` columns for a value read as text (null for structured values)."""
+def served_columns(value: Any, parsed: Any = UNDEFINED) -> dict:
+    """The `served_*` columns for a value read as text (null for structured values).
+
+    `parsed` is `parse_maybe_json(value)` when the caller has it: text that
+    parsed whole is one JSON value with nothing after it (`json`, 1).
+    """
     if type(value) is not str:
         return dict(_NO_SERVED)
-    t = js_trim(value)
     out = dict(_NO_SERVED)
+    if parsed is not UNDEFINED and parsed is not value:
+        out.update(served_kind="json", served_values=1)
+        return out
+    t = js_trim(value)
     if not t or t[0] not in "{[":
         out.update(served_kind="text", served_values=0)
         return out
@@ -217,13 +224,13 @@ def reading_row(
     row["value_declares_absent"] = declared.absent if declared else None
     row["value_declares_bounded"] = declared.bounded if declared else None
     row["value_declares_gap"] = declared.gap if declared else None
-    row.update(served_columns(value) if has_value else _NO_SERVED)
+    row.update(served_columns(value, data) if has_value else _NO_SERVED)
     resolved, paging = _facts(door, data) if has_value else (None, None)
     row["resolved"] = _resolved_rows(resolved)
     row["paging_next"] = paging_next_text(paging) if paging is not None else None
     row["paging_complete"] = (paging.get("next") is None) if paging is not None else None
     if call.outcome == "ran" and call.withheld_by is None and has_value:
-        _read_into(row, call, value, data, door, rows_at_for(call.tool_name))
+        _read_into(row, call, value, data, door, rows_at_for(call.tool_name), declared)
     row["source_file"] = call.source_file
     row["event_index"] = call.event_index
     row["reader_version"] = reader_version
@@ -240,14 +247,27 @@ def reading_row(
 _FROM_VALUE_TEXT = ("served_rest", "served_leaves", "served_words", "resolved", "paging_next", "counted_at", "rows_at")
 
 
-def _read_into(row: dict, call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None) -> None:
+def _same_door(door: dict | None, declared: Any) -> bool:
+    """The door held is the one the reader would read off the value: both readings are one."""
+    if door is None:
+        return True
+    if "described" in door:
+        return False
+    own_absent = declared is not None and declared.absent
+    own_bounded = declared is not None and declared.bounded
+    return door["absent"] is own_absent and door["bounded"] is own_bounded
+
+
+def _read_into(
+    row: dict, call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any
+) -> None:
     kept_out = kept_out_test if call.served_under_policy else None
     if kept_out is not None and is_placeholder(value):
         row.update(emptiness="unknown", rows_unread="redacted", emptiness_without_door="unknown")
         return
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)
-    bare = reading if door is None else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
+    bare = reading if _same_door(door, declared) else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
     row.update(
         emptiness=reading.emptiness,
         rows=reading.rows,

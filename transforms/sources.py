@@ -212,10 +212,15 @@ def _base_name(name: str) -> str:
 
 
 def _first_nonblank_line(head: bytes) -> bytes | None:
-    for line in head.split(b"\n"):
-        stripped = line.strip()
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        if end < 0:
+            end = len(head)
+        stripped = head[start:end].strip()
         if stripped:
             return stripped
+        start = end + 1
     return None
 
 
@@ -300,7 +305,7 @@ def _lone_surrogates_replaced(data: bytes) -> bytes:
     cannot hold one: read it as U+FFFD, the replacement character, as `raw` does for
     invalid UTF-8. Surrogate pairs and escaped backslashes are left as they are.
     """
-    if b"\\u" not in data or _SURROGATE_ESCAPE.search(data) is None:
+    if (b"\\ud" not in data and b"\\uD" not in data) or _SURROGATE_ESCAPE.search(data) is None:
         return data
     return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
 
@@ -569,8 +574,38 @@ def served_under_policy(snapshot: Any) -> bool:
     return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
 
 
-def _document_items(source_file: str, document: _Document, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
-    for index, element in enumerate(document.events):
+def _plain_event(element: Any) -> Event | None:
+    """The common case of `check_envelope`, fast: a well-formed envelope, else None."""
+    if type(element) is not dict:
+        return None
+    event_type, payload, meta = element.get("type"), element.get("payload"), element.get("meta")
+    if type(event_type) is not str or type(payload) is not dict or type(meta) is not dict:
+        return None
+    run_id = meta.get("runId")
+    if type(run_id) is not str or not run_id:
+        return None
+    short = short_type(event_type)
+    return Event(0, short, payload, meta) if short else None
+
+
+def _document_items(source_file: str, document: _Document, max_event_bytes: int, size: int) -> Iterator[Event | DeadLetter]:
+    events = document.events
+    if size <= max_event_bytes:
+        try:
+            orjson.dumps(events)  # no element is too large, and none nests too deep
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+        else:
+            for index, element in enumerate(events):
+                ev = _plain_event(element)
+                if ev is not None:
+                    ev.index = index
+                    yield ev
+                else:
+                    where = f"Event {index} of the event list"
+                    yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
+            return
+    for index, element in enumerate(events):
         where = f"Event {index} of the event list"
         try:
             raw = orjson.dumps(element)
@@ -631,7 +666,7 @@ def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_sa
             f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
         )
         return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
-    source = group_by_run(source_file, document.format, _document_items(source_file, document, max_event_bytes))
+    source = group_by_run(source_file, document.format, _document_items(source_file, document, max_event_bytes, len(text)))
     return _apply_document(source, document)
 
 

@@ -24,14 +24,15 @@ Per key (event time throughout):
 from __future__ import annotations
 
 import hashlib
+import pickle
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Tuple
+from typing import Any, Callable, Iterable, NamedTuple, Tuple
 
 import apache_beam as beam
 import orjson
 from apache_beam import pvalue
-from apache_beam.coders import BooleanCoder, PickleCoder, VarIntCoder
+from apache_beam.coders import BytesCoder, PickleCoder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (
@@ -48,25 +49,45 @@ from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
 from .calls import join_call_events
 from .readings import READER_VERSION, reading_row
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "event_fingerprint"]
+__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "encode_held", "decode_held"]
 
 DEAD_LETTERS = "dead_letters"
 
 
-def event_fingerprint(ev: Event) -> bytes:
-    """Identity of an event for at-least-once sources: its type, payload and meta."""
+#: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
+#: so the events of one call (seconds apart) set it once, not once each.
+CLEANUP_STEP_MS = 10_000
+
+
+def encode_held(source: str, ev: Event) -> bytes:
+    """`(source, Event)` as the bytes the state keeps: compact JSON, pickle only for what JSON cannot hold."""
     try:
-        data = orjson.dumps([ev.type, ev.payload, ev.meta], option=orjson.OPT_SORT_KEYS)
+        return b"j" + orjson.dumps([source, ev.index, ev.type, ev.payload, ev.meta])
     except (TypeError, orjson.JSONEncodeError):
-        data = repr((ev.type, ev.payload, ev.meta)).encode("utf-8", "replace")
-    return hashlib.blake2b(data, digest_size=16).digest()
+        return b"p" + pickle.dumps((source, ev), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_held(encoded: bytes) -> tuple[str, Event]:
+    """The inverse of `encode_held`."""
+    if encoded[:1] == b"j":
+        source, index, kind, payload, meta = orjson.loads(encoded[1:])
+        return source, Event(index, kind, payload, meta)
+    return pickle.loads(encoded[1:])
+
+
+class _CallState(NamedTuple):
+    """What a key keeps besides its events: one small record, read and written once per event."""
+
+    revision: int | None = None  # the last reading's revision (None: not read yet)
+    last_ms: int = 0  # the latest event time seen
+    cleanup_ms: int = 0  # when the CLEANUP timer is set for
+    fingerprints: frozenset = frozenset()  # the events held, for exact-duplicate drops
+    closed: bool = False  # read and cleared: a tombstone until its timer ends it
 
 
 class _StatefulJoinFn(beam.DoFn):
-    EVENTS = BagStateSpec("events", PickleCoder())  # (fingerprint, source, Event)
-    REVISION = ReadModifyWriteStateSpec("revision", VarIntCoder())
-    LAST_MS = ReadModifyWriteStateSpec("last_ms", VarIntCoder())
-    CLOSED = ReadModifyWriteStateSpec("closed", BooleanCoder())
+    EVENTS = BagStateSpec("events", BytesCoder())  # encode_held(source, Event)
+    STATE = ReadModifyWriteStateSpec("state", PickleCoder())  # _CallState
     READ = TimerSpec("read", TimeDomain.WATERMARK)
     CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)
 
@@ -92,43 +113,46 @@ class _StatefulJoinFn(beam.DoFn):
         element: tuple[tuple[str, str], tuple[str, Event]],
         timestamp: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
-        revision: Any = beam.DoFn.StateParam(REVISION),
-        last_ms: Any = beam.DoFn.StateParam(LAST_MS),
-        closed: Any = beam.DoFn.StateParam(CLOSED),
+        state: Any = beam.DoFn.StateParam(STATE),
         read_timer: Any = beam.DoFn.TimerParam(READ),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
     ) -> Iterable[Any]:
         (run_id, _call_id), (source, ev) = element
-        if closed.read():
+        held: _CallState = state.read() or _CallState()
+        if held.closed:
             self.late.inc()
             yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
             return
-        fp = event_fingerprint(ev)
-        if any(held[0] == fp for held in events.read()):
+        encoded = encode_held(source, ev)
+        fp = hashlib.blake2b(encoded, digest_size=16).digest()
+        if fp in held.fingerprints:
             self.duplicates.inc()
             return
-        events.add((fp, source, ev))
+        events.add(encoded)
         ts_ms = int(timestamp.micros // 1000)
         if ev.type == TOOL_END:
             read_timer.set(Timestamp.of((ts_ms + self.grace_ms) / 1000))
-        elif revision.read() is not None:
+        elif held.revision is not None:
             # Already read: a correction is due as soon as the watermark passes this event.
             read_timer.set(Timestamp.of(ts_ms / 1000))
-        last = max(last_ms.read() or ts_ms, ts_ms)
-        last_ms.write(last)
-        cleanup_timer.set(Timestamp.of((last + self.grace_ms + self.lateness_ms) / 1000))
+        last = max(held.last_ms, ts_ms)
+        due = last + self.grace_ms + self.lateness_ms
+        cleanup_ms = held.cleanup_ms
+        if due > cleanup_ms:
+            cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
+            cleanup_timer.set(Timestamp.of(cleanup_ms / 1000))
+        state.write(held._replace(last_ms=last, cleanup_ms=cleanup_ms, fingerprints=held.fingerprints | {fp}))
 
-    def _read(self, key: tuple[str, str], events: Any, revision: Any, fire: Timestamp) -> Iterable[dict]:
+    def _read(self, key: tuple[str, str], events: Any, state: Any) -> Iterable[dict]:
         run_id, call_id = key
-        items = [(source, ev) for _fp, source, ev in events.read()]
-        calls = join_call_events(run_id, call_id, items)
+        calls = join_call_events(run_id, call_id, [decode_held(b) for b in events.read()])
         if not calls:
             return
-        previous = revision.read()
-        rev = 0 if previous is None else previous + 1
+        held: _CallState = state.read() or _CallState()
+        rev = 0 if held.revision is None else held.revision + 1
         if rev:
             self.corrections.inc(len(calls))
-        revision.write(rev)
+        state.write(held._replace(revision=rev))
         emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
         for call in calls:
             row = reading_row(call, self.declarations.rows_at_for, self.reader_version)
@@ -140,11 +164,12 @@ class _StatefulJoinFn(beam.DoFn):
     def on_read(
         self,
         key: Any = beam.DoFn.KeyParam,
-        fire: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
-        revision: Any = beam.DoFn.StateParam(REVISION),
+        state: Any = beam.DoFn.StateParam(STATE),
     ) -> Iterable[Any]:
-        yield from self._read(key, events, revision, fire)
+        held = state.read()
+        if held is not None and not held.closed:
+            yield from self._read(key, events, state)
 
     @on_timer(CLEANUP)
     def on_cleanup(
@@ -152,28 +177,25 @@ class _StatefulJoinFn(beam.DoFn):
         key: Any = beam.DoFn.KeyParam,
         fire: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
-        revision: Any = beam.DoFn.StateParam(REVISION),
-        last_ms: Any = beam.DoFn.StateParam(LAST_MS),
-        closed: Any = beam.DoFn.StateParam(CLOSED),
+        state: Any = beam.DoFn.StateParam(STATE),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
     ) -> Iterable[Any]:
-        if closed.read():
-            closed.clear()  # the tombstone's time is up: the key holds nothing now
+        held: _CallState = state.read() or _CallState()
+        if held.closed:
+            state.clear()  # the tombstone's time is up: the key holds nothing now
             return
-        if revision.read() is None:
+        if held.revision is None:
             # Never read: the tool_end never came. Report what is known (outcome unknown);
             # events that make no call at all (no tool_start or tool_end ever came for them:
             # the call was closed earlier, or never began) are dead letters, never dropped.
-            rows = list(self._read(key, events, revision, fire))
+            rows = list(self._read(key, events, state))
             yield from rows
             if not rows:
-                for _fp, source, ev in events.read():
+                for source, ev in map(decode_held, events.read()):
                     self.late.inc()
                     yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, key[0]))
         events.clear()
-        revision.clear()
-        last_ms.clear()
-        closed.write(True)
+        state.write(_CallState(closed=True))
         cleanup_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
 
 
