@@ -310,6 +310,18 @@ def _lone_surrogates_replaced(data: bytes) -> bytes:
     return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
 
 
+def _parse_utf8_safe(text: bytes) -> Any:
+    """`parse_json` with lone surrogate escapes read as U+FFFD.
+
+    orjson refuses lone surrogates, so text it parses has none and needs no
+    rewrite; only text it refuses goes through the rewrite and the exact parser.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return parse_json(_lone_surrogates_replaced(text))
+
+
 def _js_kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -652,7 +664,7 @@ def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_sa
     if not text.strip():
         return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
-        doc = parse_json(_lone_surrogates_replaced(text) if utf8_safe else text)
+        doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
     except JSONError as exc:
         return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
     try:
