@@ -36,7 +36,16 @@ from schemas.declarations import load_declarations  # noqa: E402
 from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
 from schemas.tables import TABLES  # noqa: E402
 from transforms.accounting import RunCounts, add_counts, document_run_row, run_row  # noqa: E402
-from transforms.calls import CALL, NOT_NEEDED, RunFacts, classify_event, dead_letter_of, join_call_events, join_run  # noqa: E402
+from transforms.calls import (  # noqa: E402
+    CALL,
+    NOT_NEEDED,
+    RunFacts,
+    classify_event,
+    dead_letter_of,
+    join_call_events,
+    join_run,
+    run_facts_from,
+)
 from transforms.readings import reading_row  # noqa: E402
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from transforms.write import part_name, shard_of, sort_rows  # noqa: E402
@@ -57,20 +66,7 @@ def list_inputs(pattern: str) -> list[tuple[str, int]]:
 
 def _facts(events: list[tuple[str, Event]]) -> RunFacts:
     """What `transforms.join._run_facts` makes of a run's fact events."""
-    has_resume = has_start = has_end = False
-    loose = []
-    for source, ev in events:
-        t = ev.type
-        if t == "pause.resume":
-            has_resume = True
-        elif t == "agent.turn_start":
-            has_start = True
-        elif t == "agent.turn_end":
-            has_end = True
-        elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
-            loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
-    return RunFacts(resumed_leg=has_resume or (has_end and not has_start), paused_call_id=None,
-                    loose_permission_checks=tuple(loose))
+    return run_facts_from(events)
 
 
 def _add(counts: dict, key: tuple, part: RunCounts) -> None:

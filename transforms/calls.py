@@ -53,6 +53,7 @@ __all__ = [
     "join_run",
     "join_call_events",
     "run_facts_of",
+    "run_facts_from",
     "committed_state_calls",
     "is_placeholder",
     "classify_event",
@@ -161,10 +162,20 @@ def _str_or_none(v: Any) -> str | None:
 
 
 def run_facts_of(events: Iterable[Event], snapshot: dict | None, source_file: str = "") -> RunFacts:
-    """The run-level facts of one leg (READINGS.md §2 step 4)."""
+    """The run-level facts of one leg read whole from one file (READINGS.md §2 step 4)."""
+    return run_facts_from(((source_file, ev) for ev in events), snapshot)
+
+
+def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = None) -> RunFacts:
+    """The run-level facts of one leg from its `(source_file, Event)`s (any order), and its snapshot.
+
+    A resumed leg holds a `pause.resume`, or a `turn_end` with no `turn_start`;
+    its paused call is the snapshot's `pausedToolCallId`; `permission.check`s
+    without a call id are kept with their place, to be matched by position.
+    """
     has_resume = has_turn_start = has_turn_end = False
     loose: list = []
-    for ev in events:
+    for source, ev in items:
         t = ev.type
         if t == PAUSE_RESUME:
             has_resume = True
@@ -173,7 +184,7 @@ def run_facts_of(events: Iterable[Event], snapshot: dict | None, source_file: st
         elif t == TURN_END:
             has_turn_end = True
         elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
-            loose.append((source_file, ev.index, ev.payload.get("target"), ev.payload.get("result")))
+            loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
     paused = None
     if type(snapshot) is dict:
         state = snapshot.get("sharedState")

@@ -31,6 +31,7 @@ from .calls import (
     dead_letter_of,
     join_call_events,
     join_run,
+    run_facts_from,
 )
 
 __all__ = [
@@ -135,23 +136,7 @@ class KeyStreamEvents(beam.PTransform):
 
 def _run_facts(item: tuple[str, Iterable[tuple[str, Event]]]) -> tuple[str, RunFacts]:
     run_id, events = item
-    has_resume = has_start = has_end = False
-    loose = []
-    for source, ev in events:
-        t = ev.type
-        if t == "pause.resume":
-            has_resume = True
-        elif t == "agent.turn_start":
-            has_start = True
-        elif t == "agent.turn_end":
-            has_end = True
-        elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
-            loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
-    return run_id, RunFacts(
-        resumed_leg=has_resume or (has_end and not has_start),
-        paused_call_id=None,
-        loose_permission_checks=tuple(loose),
-    )
+    return run_id, run_facts_from(events)
 
 
 class _JoinCallFn(beam.DoFn):

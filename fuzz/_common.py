@@ -1,0 +1,19 @@
+"""What both fuzz targets share: the command line (atheris, or hypothesis for a time budget)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+
+def fuzz_main(argv: list[str], check: Callable[[bytes], None], hypothesis_run: Callable[[float], None]) -> None:
+    """`python fuzz/X.py [atheris args]` or `python fuzz/X.py --hypothesis SECONDS`."""
+    if len(argv) > 2 and argv[1] == "--hypothesis":
+        hypothesis_run(float(argv[2]))
+        return
+    try:
+        import atheris
+    except ImportError:
+        sys.exit("atheris is not installed: pip install atheris, or run with --hypothesis SECONDS")
+    atheris.Setup(argv, check)
+    atheris.Fuzz()
