@@ -7,6 +7,7 @@ Role:    the console script. A user's mistake is one sentence on stderr and
 
 from __future__ import annotations
 
+import os
 import sys
 
 USAGE = """usage: footprint-audit COMMAND [options]
@@ -44,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("footprint-audit: interrupted; nothing was published", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 0
 
 
 if __name__ == "__main__":
