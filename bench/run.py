@@ -111,13 +111,14 @@ def _worker_beam(args: argparse.Namespace) -> dict:
 
 
 def stateful_events(path: str, limit: int) -> list:
-    """Keyed call events `((run_id, call_id), (source, Event))` of an event-stream dataset, with event times."""
+    """Keyed call events `((run_id, call_id), hold(source, Event))` of an event-stream dataset, with event times."""
     from apache_beam.transforms.window import TimestampedValue
 
     from bench.baseline import list_inputs
     from schemas.events import Event
     from transforms.calls import CALL, classify_event
     from transforms.sources import open_source
+    from transforms.stream_join import hold
 
     out: list = []
     for name, _size in list_inputs(path):
@@ -127,7 +128,7 @@ def stateful_events(path: str, limit: int) -> list:
         for item in opened[1]:
             if isinstance(item, Event) and classify_event(item) is CALL:
                 ms = item.meta.get("wallClockMs")
-                out.append(TimestampedValue(((item.run_id, item.payload["toolCallId"]), (name, item)), ms / 1000))
+                out.append(TimestampedValue(((item.run_id, item.payload["toolCallId"]), hold(name, item)), ms / 1000))
                 if len(out) >= limit:
                     return out
     return out

@@ -47,7 +47,7 @@ from transforms import sources
 from transforms.accounting import RunCounts, add_counts, run_row
 from transforms.calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
-from transforms.stream_join import StatefulCallJoin
+from transforms.stream_join import StatefulCallJoin, hold
 from transforms.stream_write import WriteWindowedTable
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
@@ -143,7 +143,7 @@ class _ClassifyFn(beam.DoFn):
         if kind is CALL:
             counts.used = 1
             counts.tool_calls = 1 if ev.type == "stream.tool_end" else 0
-            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), (source, ev)))
+            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), hold(source, ev)))
         elif kind is NOT_NEEDED:
             counts.not_needed = 1
         else:

@@ -19,7 +19,7 @@ from helpers import ROOT, assert_stream_matches_batch, load_table
 from pipelines import stream as stream_mod
 from schemas.declarations import Declarations
 from schemas.events import Event
-from transforms.stream_join import StatefulCallJoin
+from transforms.stream_join import StatefulCallJoin, hold
 from transforms.stream_write import WriteWindowedTable, pane_file, window_folder
 
 T0 = 1_790_000_000  # seconds
@@ -31,7 +31,7 @@ def ev(index, kind, call, at, **payload) -> Event:
 
 
 def arrive(e: Event, source: str = "kafka://t/0") -> TimestampedValue:
-    return TimestampedValue((("r1", e.payload["toolCallId"]), (source, e)), e.meta["wallClockMs"] / 1000)
+    return TimestampedValue((("r1", e.payload["toolCallId"]), hold(source, e)), e.meta["wallClockMs"] / 1000)
 
 
 START = ev(0, "stream.tool_start", "c1", T0, toolName="find_volumes")

@@ -49,7 +49,7 @@ from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
 from .calls import join_call_events
 from .readings import READER_VERSION, reading_row
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "encode_held", "decode_held"]
+__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "hold", "encode_held", "decode_held"]
 
 DEAD_LETTERS = "dead_letters"
 
@@ -65,6 +65,11 @@ def encode_held(source: str, ev: Event) -> bytes:
         return b"j" + orjson.dumps([source, ev.index, ev.type, ev.payload, ev.meta])
     except (TypeError, orjson.JSONEncodeError):
         return b"p" + pickle.dumps((source, ev), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def hold(source: str, ev: Event) -> tuple[str, bytes]:
+    """An event as the join takes it: `(type, encode_held(source, ev))`, cheap to shuffle and keep."""
+    return ev.type, encode_held(source, ev)
 
 
 def decode_held(encoded: bytes) -> tuple[str, Event]:
@@ -110,27 +115,26 @@ class _StatefulJoinFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[tuple[str, str], tuple[str, Event]],
+        element: tuple[tuple[str, str], tuple[str, bytes]],
         timestamp: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
         state: Any = beam.DoFn.StateParam(STATE),
         read_timer: Any = beam.DoFn.TimerParam(READ),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
     ) -> Iterable[Any]:
-        (run_id, _call_id), (source, ev) = element
+        (run_id, _call_id), (event_type, encoded) = element
         held: _CallState = state.read() or _CallState()
         if held.closed:
             self.late.inc()
-            yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
+            yield pvalue.TaggedOutput(DEAD_LETTERS, _late(*decode_held(encoded), run_id))
             return
-        encoded = encode_held(source, ev)
         fp = hashlib.blake2b(encoded, digest_size=16).digest()
         if fp in held.fingerprints:
             self.duplicates.inc()
             return
         events.add(encoded)
         ts_ms = int(timestamp.micros // 1000)
-        if ev.type == TOOL_END:
+        if event_type == TOOL_END:
             read_timer.set(Timestamp.of((ts_ms + self.grace_ms) / 1000))
         elif held.revision is not None:
             # Already read: a correction is due as soon as the watermark passes this event.
@@ -209,7 +213,7 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 
 class StatefulCallJoin(beam.PTransform):
-    """Keyed call events `((run_id, call_id), (source, Event))` → readings rows (+ `DEAD_LETTERS`)."""
+    """Keyed call events `((run_id, call_id), hold(source, Event))` → readings rows (+ `DEAD_LETTERS`)."""
 
     def __init__(
         self,
