@@ -914,7 +914,8 @@ def test_a_committed_state_call_with_a_row_reads_through_the_committed_door():
 
 def test_a_committed_state_call_without_a_row_reads_the_door_off_the_value():
     row = history_row(ABSENT_TEXT)
-    assert pick(row, "door_from", "door_absent", "door_bounded") == ("value", False, False)
+    # no door held: the door the reading used is the one read off the value (READINGS.md §3)
+    assert pick(row, "door_from", "door_absent", "door_bounded") == ("value", True, False)
     assert pick(row, "emptiness", "emptiness_without_door", "door_disagrees", "value_declares_absent") == (
         "declared-absent",
         "declared-absent",
@@ -954,3 +955,4 @@ def test_a_committed_ledger_row_reads_through_a_coverage_envelope():
         True,
         ["result", "rows"],
     )
+

@@ -34,7 +34,7 @@ from readers import (
 from readers.jsvalues import is_js_number, js_trim
 from readers.result_facts import paging_next_text
 
-from .calls import Call, is_placeholder
+from .calls import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["reading_row", "served_columns", "READER_VERSION", "kept_out_test"]
 
@@ -221,6 +221,9 @@ def reading_row(
     has_value = value_from is not None
     data = parse_maybe_json(value) if has_value else UNDEFINED
     declared = declared_by_value(data) if has_value else None
+    if call.door_from == DOOR_VALUE and declared is not None:
+        # No door held: the reading used the door read off the value.
+        row["door_absent"], row["door_bounded"] = declared.absent, declared.bounded
     row["value_declares_absent"] = declared.absent if declared else None
     row["value_declares_bounded"] = declared.bounded if declared else None
     row["value_declares_gap"] = declared.gap if declared else None
