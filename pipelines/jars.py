@@ -358,3 +358,24 @@ def kafka_expansion_service(jars: dict):
     return JavaJarExpansionService(
         jar, extra_args=["{{PORT}}", "--defaultEnvironmentType=EMBEDDED", f"--filesToStage={jar}"]
     )
+
+
+def runner_of(beam_args: list[str]) -> str | None:
+    """The `--runner` among Beam's arguments, or None."""
+    for i, a in enumerate(beam_args):
+        if a.startswith("--runner="):
+            return a.split("=", 1)[1]
+        if a == "--runner" and i + 1 < len(beam_args):
+            return beam_args[i + 1]
+    return None
+
+
+def with_flink_job_server(beam_args: list[str]) -> list[str]:
+    """Beam's arguments with `--flink_job_server_jar` set to the cached jar when the runner is
+    Flink and none was given (Maven Central serves no job-server jar; see tools/README.md)."""
+    runner = runner_of(beam_args)
+    if runner is None or not runner.lower().startswith("flink"):
+        return beam_args
+    if any(a.startswith("--flink_job_server_jar") for a in beam_args):
+        return beam_args
+    return [*beam_args, f"--flink_job_server_jar={ensure_jars()['flink_job_server_jar']}"]

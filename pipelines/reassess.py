@@ -185,6 +185,13 @@ def run(argv: list[str] | None = None) -> int:
     files = [path for path, _size in inputs]
     total = sum(size for _path, size in inputs)
     shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    try:
+        from .jars import with_flink_job_server
+
+        beam_args = with_flink_job_server(beam_args)
+    except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
+        print(f"footprint-audit reassess: {exc}", file=sys.stderr)
+        return 2
     options, runner = _pipeline_options(beam_args)
     if not args.no_progress:
         print(f"footprint-audit reassess: {len(files)} input files, {total / 1e6:,.1f} MB", file=sys.stderr)

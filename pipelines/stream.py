@@ -257,20 +257,10 @@ def _with_java_services(args: argparse.Namespace, beam_args: list[str]) -> list[
     """Fill in the Java side from the cached jars: the Flink job server, Kafka's expansion service."""
     from . import jars
 
-    runner = next((a.split("=", 1)[1] for a in beam_args if a.startswith("--runner=")), None)
-    if runner is None and "--runner" in beam_args:
-        runner = beam_args[beam_args.index("--runner") + 1]
-    flink = runner is not None and runner.lower().startswith("flink")
-    kafka = args.source.startswith("kafka://")
-    need_jars = (flink and not any(a.startswith("--flink_job_server_jar") for a in beam_args)) or (
-        kafka and not args.expansion_service
-    )
-    cached = jars.ensure_jars() if need_jars else {}
-    if flink and not any(a.startswith("--flink_job_server_jar") for a in beam_args):
-        beam_args = [*beam_args, f"--flink_job_server_jar={cached['flink_job_server_jar']}"]
-    if kafka:
+    beam_args = jars.with_flink_job_server(beam_args)
+    if args.source.startswith("kafka://"):
         if not args.expansion_service:
-            args.expansion_service = jars.kafka_expansion_service(cached)
+            args.expansion_service = jars.kafka_expansion_service(jars.ensure_jars())
         elif args.expansion_service.endswith(".jar"):
             args.expansion_service = jars.kafka_expansion_service({"expansion_service_jar": args.expansion_service})
     return beam_args
