@@ -12,6 +12,7 @@ Emits:   `SourceFile`s (main), stream events (`EVENTS`), dead-letter rows
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Iterable
@@ -20,7 +21,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
-from schemas.events import DeadLetter, Event, SourceFile
+from schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
@@ -76,7 +77,7 @@ class _ReadFileFn(beam.DoFn):
         if isinstance(opened, SourceFile):
             n = sum(len(r.events) for r in opened.runs)
             self.events.inc(n)
-            self.progress.add(files=1, events=n, nbytes=opened_size(opened))
+            self.progress.add(files=1, events=n, nbytes=_size(path))
             yield opened
             return
         fmt, items = opened
@@ -92,12 +93,15 @@ class _ReadFileFn(beam.DoFn):
                 counts = RunCounts(events=1, dead_letters=1, format=fmt)
                 yield pvalue.TaggedOutput(COUNTS, ((item.run_id, path), counts))
         self.events.inc(n)
-        self.progress.add(files=1, events=n)
+        self.progress.add(files=1, events=n, nbytes=_size(path))
 
 
-def opened_size(source: SourceFile) -> int:
-    """An estimate of a document's size for progress lines (0 when unknown)."""
-    return getattr(source, "size", 0) or 0
+def _size(path: str) -> int:
+    """The file's size for progress lines (0 when it cannot be told cheaply)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 class ReadInputFiles(beam.PTransform):
@@ -114,7 +118,3 @@ class ReadInputFiles(beam.PTransform):
             _ReadFileFn(self.max_event_bytes, self.total_files, self.progress)
         ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
 
-
-def dead_letter_rows(items: Iterable[DeadLetter]) -> list[dict]:
-    """Rows of dead letters (helper for tests and the baseline)."""
-    return [d.row() for d in items]
