@@ -140,8 +140,8 @@ def build_pipeline(
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
     readings = (
-        joined_docs["calls"] | "ReadCalls" >> ReadCalls(declarations),
-        joined_stream["calls"] | "ReadStreamCalls" >> ReadCalls(declarations),
+        joined_docs["calls"] | "ReadCalls" >> ReadCalls(declarations, progress=progress),
+        joined_stream["calls"] | "ReadStreamCalls" >> ReadCalls(declarations, progress=progress),
     )
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)

@@ -36,7 +36,7 @@ COUNTS = "counts"
 class Progress:
     """Prints a progress line to stderr at most every `every` seconds (per worker process)."""
 
-    def __init__(self, total_files: int, every: float = 5.0, enabled: bool = True) -> None:
+    def __init__(self, total_files: int, every: float = 2.0, enabled: bool = True) -> None:
         self.total_files = total_files
         self.every = every
         self.enabled = enabled

@@ -8,6 +8,8 @@ Emits:   `readings` rows (dicts with every column of `schemas.tables.READINGS`).
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Iterable
 
 import apache_beam as beam
@@ -20,25 +22,38 @@ from .readings import READER_VERSION, reading_row
 
 __all__ = ["ReadCalls"]
 
+#: Seconds between progress lines on stderr (per worker process).
+PROGRESS_EVERY = 2.0
+
 
 class _ReadCallFn(beam.DoFn):
-    def __init__(self, declarations: Declarations, reader_version: str) -> None:
+    def __init__(self, declarations: Declarations, reader_version: str, progress: bool = True) -> None:
         self.declarations = declarations
         self.reader_version = reader_version
+        self.progress = progress
         self.readings = Metrics.counter("read_calls", "readings")
+
+    def setup(self) -> None:
+        self._n = 0
+        self._last = time.monotonic()
 
     def process(self, call: Call) -> Iterable[dict]:
         self.readings.inc()
+        self._n += 1
+        if self.progress and time.monotonic() - self._last >= PROGRESS_EVERY:
+            self._last = time.monotonic()
+            sys.stderr.write(f"footprint-audit: {self._n:,} calls read so far\n")
         yield reading_row(call, self.declarations.rows_at_for, self.reader_version)
 
 
 class ReadCalls(beam.PTransform):
     """Calls → one `readings` row each."""
 
-    def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION) -> None:
+    def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION, progress: bool = False) -> None:
         super().__init__()
         self.declarations = declarations
         self.reader_version = reader_version
+        self.progress = progress
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
-        return calls | "ReadEachCall" >> beam.ParDo(_ReadCallFn(self.declarations, self.reader_version))
+        return calls | "ReadEachCall" >> beam.ParDo(_ReadCallFn(self.declarations, self.reader_version, self.progress))
