@@ -118,7 +118,8 @@ def write_stream(d: Path, runs: list[list[dict]], rnd, files: int) -> None:
         q = rnd.choice([q for q in queues if q])
         parts[rnd.randrange(files)].append(q.pop(0))
     for i, part in enumerate(parts):
-        (d / f"part-{i}.jsonl").write_bytes(b"".join(json.dumps(ev).encode() + b"\n" for ev in part))
+        if part:  # a split spreads the events; an empty file would be an input of its own (a dead letter)
+            (d / f"part-{i}.jsonl").write_bytes(b"".join(json.dumps(ev).encode() + b"\n" for ev in part))
 
 
 # --------------------------------------------------------------------------

@@ -68,6 +68,8 @@ DOOR_VALUE = "value"
 
 #: Types that must carry a call id to be joined (a bracket or a declaration; every `tools.*`).
 _NEEDS_CALL_ID = frozenset({TOOL_START, TOOL_END, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS})
+#: Types `run_facts_from` reads (the rest of a run's events do not change its facts).
+_FACT_TYPES = frozenset({PAUSE_RESUME, TURN_START, TURN_END, PERMISSION_CHECK})
 
 
 def is_placeholder(value: Any) -> bool:
@@ -206,14 +208,13 @@ def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tup
             return [items]
         return []
     out: list[list[tuple[str, Event]]] = []
-    current: list[tuple[str, Event]] = []
-    for item in items:
-        current.append(item)
-        if item[1].type == TOOL_END:
-            out.append(current)
-            current = []
-    if current and any(ev.type == TOOL_START for _, ev in current):
-        out.append(current)
+    begin = 0
+    for i, (_, ev) in enumerate(items):
+        if ev.type == TOOL_END:
+            out.append(items[begin : i + 1])
+            begin = i + 1
+    if begin < len(items) and any(ev.type == TOOL_START for _, ev in items[begin:]):
+        out.append(items[begin:])
     return out
 
 
@@ -237,7 +238,23 @@ def _within_call(ev_file: str, index: int, call: Call) -> bool:
     return ev_file != start_file or call.start.index < index < call.end.index
 
 
-def _outcome(call: Call, facts: RunFacts) -> tuple[str, str | None]:
+@dataclass(slots=True)
+class _Decisions:
+    """The decision events of one occurrence, as the outcome rules read them (one pass, `_build_call`)."""
+
+    #: a `checkin.decision` with `approved: false`
+    declined: bool = False
+    #: a `middleware.decision` denying `before-tool`
+    before_deny: bool = False
+    #: the `middleware` of the first `after-tool` deny (a string, else None)
+    after_deny: str | None = None
+    after_seen: bool = False
+    #: `permission.check`s with the call id whose result is `deny` or `halt`: (source_file, Event)
+    denials: list = field(default_factory=list)
+
+
+def _outcome(call: Call, facts: RunFacts, seen: _Decisions) -> tuple[str, str | None]:
+    """Step 4: the outcome, first match wins; `seen` holds the occurrence's decision events."""
     end = call.end
     end_p = end.payload if end is not None else {}
     start_p = call.start.payload if call.start is not None else {}
@@ -248,33 +265,18 @@ def _outcome(call: Call, facts: RunFacts) -> tuple[str, str | None]:
             return "unknown", None
     if end_p.get("notDispatched") is not None or start_p.get("notDispatched") is not None:
         return "not-dispatched", None
-    before_deny = False
-    after_deny: str | None = None
-    after_seen = False
-    for f, ev in call.events:
-        t = ev.type
-        p = ev.payload
-        if t == CHECKIN_DECISION and p.get("approved") is False:
-            return "declined", None
-        if t == MIDDLEWARE_DECISION and p.get("outcome") == "deny":
-            moment = p.get("moment")
-            if moment == "before-tool":
-                before_deny = True
-            elif moment == "after-tool" and not after_seen:
-                after_seen = True
-                after_deny = _str_or_none(p.get("middleware"))
-    if before_deny:
+    if seen.declined:
+        return "declined", None
+    if seen.before_deny:
         paused = call.start is None or (facts.paused_call_id == call.tool_call_id)
         if facts.resumed_leg and paused:
             return "declined", None
         return "refused", None
     name = call.tool_name
     if name is not None:
-        for f, ev in call.events:
-            p = ev.payload
-            if ev.type == PERMISSION_CHECK and p.get("result") in ("deny", "halt") and p.get("target") == name:
-                if _within_call(f, ev.index, call):
-                    return "refused", None
+        for f, ev in seen.denials:
+            if ev.payload.get("target") == name and _within_call(f, ev.index, call):
+                return "refused", None
         for f, index, target, result in facts.loose_permission_checks:
             if result in ("deny", "halt") and target == name and _between(f, index, call):
                 return "refused", None
@@ -284,31 +286,7 @@ def _outcome(call: Call, facts: RunFacts) -> tuple[str, str | None]:
         return "failed", None
     if end is None:
         return "unknown", None
-    return "ran", after_deny
-
-
-def _name_and_iteration(call: Call, history_names: dict[str, str]) -> None:
-    first_decl = first_sem = None
-    iteration = None
-    for _, ev in call.events:
-        t = ev.type
-        if t == TOOL_START and call.tool_name is None:
-            call.tool_name = _str_or_none(ev.payload.get("toolName"))
-        elif t == TOOLS_ABSENT or t == TOOLS_COVERAGE:
-            if first_decl is None:
-                first_decl = _str_or_none(ev.payload.get("toolName"))
-            if iteration is None:
-                iteration = ev.payload.get("iteration", None)
-        elif t == TOOLS_SEMANTICS:
-            if first_sem is None:
-                first_sem = _str_or_none(ev.payload.get("toolName"))
-            if iteration is None:
-                iteration = ev.payload.get("iteration", None)
-        elif t.startswith("tools.") and iteration is None:
-            iteration = ev.payload.get("iteration", None)
-    if call.tool_name is None:
-        call.tool_name = first_decl or first_sem or history_names.get(call.tool_call_id)
-    call.iteration = _int_or_none(iteration)
+    return "ran", seen.after_deny
 
 
 def _build_call(
@@ -321,26 +299,63 @@ def _build_call(
     session_id: str | None,
     served: bool,
 ) -> Call:
+    """One occurrence → its `Call`, from one pass over its events (steps 4–5).
+
+    The pass takes the brackets, the door's declarations, the name and
+    iteration, and the decision events the outcome rules read.
+    """
     start = end = None
     end_file = None
     absent = bounded = False
     described: Any = UNDEFINED
+    tool_name = first_decl = first_sem = None
+    iteration = None
+    seen = _Decisions()
     for f, ev in items:
         t = ev.type
         if t == TOOL_START:
             if start is None:
                 start = ev
+            if tool_name is None:  # the first `tool_start` with a string `toolName`
+                tool_name = _str_or_none(ev.payload.get("toolName"))
         elif t == TOOL_END:
             end = ev
             end_file = f
-        elif t == TOOLS_ABSENT:
-            absent = True
-        elif t == TOOLS_COVERAGE:
-            bounded = True
-        elif t == TOOLS_SEMANTICS and described is UNDEFINED:
-            described = ev.payload.get("semantics", UNDEFINED)
+        elif t.startswith("tools."):
+            p = ev.payload
+            if t == TOOLS_ABSENT or t == TOOLS_COVERAGE:
+                if t == TOOLS_ABSENT:
+                    absent = True
+                else:
+                    bounded = True
+                if first_decl is None:
+                    first_decl = _str_or_none(p.get("toolName"))
+            elif t == TOOLS_SEMANTICS:
+                if described is UNDEFINED:
+                    described = p.get("semantics", UNDEFINED)
+                if first_sem is None:
+                    first_sem = _str_or_none(p.get("toolName"))
+            if iteration is None:
+                iteration = p.get("iteration", None)
+        elif t == CHECKIN_DECISION:
+            if ev.payload.get("approved") is False:
+                seen.declined = True
+        elif t == MIDDLEWARE_DECISION:
+            p = ev.payload
+            if p.get("outcome") == "deny":
+                moment = p.get("moment")
+                if moment == "before-tool":
+                    seen.before_deny = True
+                elif moment == "after-tool" and not seen.after_seen:
+                    seen.after_seen = True
+                    seen.after_deny = _str_or_none(p.get("middleware"))
+        elif t == PERMISSION_CHECK:
+            if ev.payload.get("result") in ("deny", "halt"):
+                seen.denials.append((f, ev))
     if end is not None and end.payload.get("status") == "absent":
         absent = True
+    if tool_name is None:
+        tool_name = first_decl or first_sem or history_names.get(call_id)
     last_file, last = items[-1]
     anchor = end if end is not None else last
     call = Call(
@@ -353,14 +368,15 @@ def _build_call(
         start=start,
         end=end,
         end_file=end_file,
+        tool_name=tool_name,
+        iteration=_int_or_none(iteration),
         door_absent=absent,
         door_bounded=bounded,
         described=described,
         event_index=end.index if end is not None else None,
         served_under_policy=served,
     )
-    _name_and_iteration(call, history_names)
-    call.outcome, call.withheld_by = _outcome(call, facts)
+    call.outcome, call.withheld_by = _outcome(call, facts, seen)
     if call.outcome != "ran":
         call.withheld_by = None
     return call
@@ -388,6 +404,20 @@ def join_call_events(
         items = sorted(items, key=lambda it: it[1].index)
     else:
         items = sorted(items, key=lambda it: (it[0], it[1].index))
+    return _join_sorted(run_id, call_id, items, facts, ordered, history_names, session_id, served)
+
+
+def _join_sorted(
+    run_id: str,
+    call_id: str,
+    items: list[tuple[str, Event]],
+    facts: RunFacts | None,
+    ordered: bool,
+    history_names: dict[str, str] | None,
+    session_id: str | None,
+    served: bool,
+) -> list[Call]:
+    """`join_call_events` on items already in the order it sorts them into."""
     facts = facts or RunFacts()
     names = history_names or {}
     calls = []
@@ -536,20 +566,36 @@ def join_run(run: RunInput) -> JoinedRun:
     by_id: dict[str, list[tuple[str, Event]]] = {}
     dead: list[DeadLetter] = []
     not_needed = 0
+    fact_items: list[tuple[str, Event]] = []  # the events `run_facts_from` reads, in order
+    in_order = True  # the events' indexes never go down: each id's events need no sorting
+    previous = -1
     for ev in run.events:
+        index = ev.index
+        if index < previous:
+            in_order = False
+        previous = index
+        if ev.type in _FACT_TYPES:
+            fact_items.append((source, ev))
+        cid = ev.payload.get("toolCallId")
+        if type(cid) is str and cid not in PLACEHOLDERS:  # `classify_event` is CALL, without the call
+            group = by_id.get(cid)
+            if group is None:
+                by_id[cid] = [(source, ev)]
+            else:
+                group.append((source, ev))
+            continue
         kind = classify_event(ev)
         if kind is NOT_NEEDED:
             not_needed += 1
-        elif kind is CALL:
-            by_id.setdefault(ev.payload["toolCallId"], []).append((source, ev))
         else:
             dead.append(dead_letter_of(source, ev, *kind))
-    facts = run_facts_of(run.events, run.snapshot, source)
+    facts = run_facts_from(fact_items, run.snapshot)
     names = _history_names(run.snapshot)
+    join = _join_sorted if in_order else join_call_events
     calls: list[Call] = []
     used = 0
     for cid, items in by_id.items():
-        occ = join_call_events(run_id, cid, items, facts, True, names, run.session_id, run.served_under_policy)
+        occ = join(run_id, cid, items, facts, True, names, run.session_id, run.served_under_policy)
         n_used = sum(len(c.events) for c in occ)
         used += n_used
         not_needed += len(items) - n_used

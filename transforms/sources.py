@@ -32,6 +32,7 @@ import zstandard
 
 from readers import JSONError, parse_json
 from schemas.events import (
+    EVENT_PREFIX,
     FORMAT_ENVELOPE,
     FORMAT_EVENT_STREAM,
     FORMAT_EVENTS_ARRAY,
@@ -92,6 +93,7 @@ _LINE_SUFFIXES = (".jsonl", ".ndjson")
 _SSE_SUFFIXES = (".sse",)
 _COMPRESSION_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
 _SSE_LINE_STARTS = (b"event:", b"data:", b":", b"id:", b"retry:")
+_EVENT_PREFIX_LEN = len(EVENT_PREFIX)
 
 #: What a broken compressed stream raises while it is read.
 _READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
@@ -586,8 +588,8 @@ def served_under_policy(snapshot: Any) -> bool:
     return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
 
 
-def _plain_event(element: Any) -> Event | None:
-    """The common case of `check_envelope`, fast: a well-formed envelope, else None."""
+def _plain_event(element: Any, index: int = 0) -> Event | None:
+    """The common case of `check_envelope`, fast: a well-formed envelope (at `index`), else None."""
     if type(element) is not dict:
         return None
     event_type, payload, meta = element.get("type"), element.get("payload"), element.get("meta")
@@ -596,27 +598,52 @@ def _plain_event(element: Any) -> Event | None:
     run_id = meta.get("runId")
     if type(run_id) is not str or not run_id:
         return None
-    short = short_type(event_type)
-    return Event(0, short, payload, meta) if short else None
+    # `short_type`, inlined: this runs once per event.
+    if event_type.startswith(EVENT_PREFIX):
+        event_type = event_type[_EVENT_PREFIX_LEN:]
+    return Event(index, event_type, payload, meta) if event_type else None
 
 
-def _document_items(source_file: str, document: _Document, max_event_bytes: int, size: int) -> Iterator[Event | DeadLetter]:
+def _writes_whole(doc: Any) -> bool:
+    """True when orjson writes `doc` back: then nothing in it nests deeper than `MAX_EVENT_DEPTH`.
+
+    orjson refuses more than 254 levels, the limit itself, so a document it
+    writes has no event (and no snapshot) too deep; one C pass instead of
+    counting brackets, walking the snapshot and writing the events again.
+    """
+    try:
+        orjson.dumps(doc)
+    except (TypeError, orjson.JSONEncodeError):  # too deep, an integer beyond 64 bits, a lone surrogate
+        return False
+    return True
+
+
+def _document_items(
+    source_file: str, document: _Document, max_event_bytes: int, size: int, checked: bool = False
+) -> Iterator[Event | DeadLetter]:
+    """The document's events in order, each an `Event` or its dead letter.
+
+    `checked`: the caller knows the whole document is at most `max_event_bytes`
+    and that orjson writes it (`_writes_whole`), so no element is too large or
+    too deep and the per-element checks are skipped.
+    """
     events = document.events
-    if size <= max_event_bytes:
+    if not checked and size <= max_event_bytes:
         try:
             orjson.dumps(events)  # no element is too large, and none nests too deep
         except (TypeError, orjson.JSONEncodeError):
             pass
         else:
-            for index, element in enumerate(events):
-                ev = _plain_event(element)
-                if ev is not None:
-                    ev.index = index
-                    yield ev
-                else:
-                    where = f"Event {index} of the event list"
-                    yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
-            return
+            checked = True
+    if checked:
+        for index, element in enumerate(events):
+            ev = _plain_event(element, index)
+            if ev is None:
+                where = f"Event {index} of the event list"
+                yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
+            else:
+                yield ev
+        return
     for index, element in enumerate(events):
         where = f"Event {index} of the event list"
         try:
@@ -671,14 +698,17 @@ def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_sa
         document = _classify(doc)
     except SourceError as exc:
         return _file_failure(source_file, exc.reason, exc.detail, data)
-    depth = _depth_over(document.snapshot) if _maybe_too_deep(text) else None
+    # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
+    checked = len(text) <= max_event_bytes and _writes_whole(doc)
+    depth = _depth_over(document.snapshot) if not checked and _maybe_too_deep(text) else None
     if depth is not None:
         detail = (
             f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
             f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
         )
         return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
-    source = group_by_run(source_file, document.format, _document_items(source_file, document, max_event_bytes, len(text)))
+    items = _document_items(source_file, document, max_event_bytes, len(text), checked)
+    source = group_by_run(source_file, document.format, items)
     return _apply_document(source, document)
 
 
@@ -870,21 +900,36 @@ def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | Dead
     """
     source = SourceFile(source_file, fmt)
     runs: dict[str, RunInput] = {}
+    # The run of the previous item: consecutive items of one run (the usual case) skip the lookup.
+    last_id: str | None = None
+    last: RunInput | None = None
     for item in items:
-        run_id = item.run_id
+        is_event = isinstance(item, Event)
+        if is_event:
+            # `Event.run_id` and `Event.session_id`, read off `meta` directly (once per event).
+            run_id = item.meta.get("runId")
+            if type(run_id) is not str:
+                run_id = None
+        else:
+            run_id = item.run_id
         if run_id is None:
             source.dead_letters.append(item)  # type: ignore[arg-type]  # an Event always has a run id
             continue
-        run = runs.get(run_id)
-        if run is None:
-            run = runs[run_id] = RunInput(run_id, source_file, fmt or "")
-            source.runs.append(run)
-        if isinstance(item, Event):
+        if run_id == last_id and last is not None:
+            run = last
+        else:
+            run = runs.get(run_id)
+            if run is None:
+                run = runs[run_id] = RunInput(run_id, source_file, fmt or "")
+                source.runs.append(run)
+            last_id, last = run_id, run
+        if is_event:
             run.events.append(item)
             if run.session_id is None:
-                run.session_id = item.session_id
+                session_id = item.meta.get("sessionId")
+                run.session_id = session_id if type(session_id) is str else None
         else:
-            run.dead_letters.append(item)
+            run.dead_letters.append(item)  # type: ignore[arg-type]
     return source
 
 
