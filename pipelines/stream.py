@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import os
 import sys
 from typing import Any, Iterable
@@ -107,9 +108,9 @@ class _ReadFilesAsStreamFn(beam.DoFn):
     def process(self, path: str) -> Iterable[Any]:
         opened = sources.open_source(path, self.max_event_bytes)
         if isinstance(opened, SourceFile):
-            items: Iterable[Any] = [d for d in opened.dead_letters]
-            for run in opened.runs:
-                items = list(items) + list(run.events) + list(run.dead_letters)
+            items: Iterable[Any] = itertools.chain(
+                opened.dead_letters, *((*run.events, *run.dead_letters) for run in opened.runs)
+            )
         else:
             items = opened[1]
         for item in items:

@@ -49,17 +49,14 @@ _last: Outcome = _NO_OUTCOME
 
 def orjson_outcome(text: str) -> Outcome:
     """orjson's verdict on `text` (memoized for the last text object asked about)."""
-    global _last
     last = _last
     if last.text is text:
         return last
     try:
         orjson.loads(text)
-        out = Outcome(text, True, "", 0)
     except orjson.JSONDecodeError as exc:
-        out = Outcome(text, False, exc.msg, exc.pos)
-    _last = out
-    return out
+        return remember_failure(text, exc)
+    return _remember(text, True)
 
 
 def known_bad(text: Any) -> bool:
@@ -74,17 +71,18 @@ def last_outcome(text: Any) -> Outcome | None:
     return last if last.text is text else None
 
 
-def remember_failure(text: str, exc: orjson.JSONDecodeError) -> Outcome:
+def remember_failure(text: Any, exc: orjson.JSONDecodeError) -> Outcome:
     """Remember (and return) orjson's refusal of `text`."""
-    global _last
-    out = _last = Outcome(text, False, exc.msg, exc.pos)
-    return out
+    return _remember(text, False, exc.msg, exc.pos)
 
 
-def _remember(text: Any, ok: bool, msg: str = "", pos: int = 0) -> None:
+def _remember(text: Any, ok: bool, msg: str = "", pos: int = 0) -> Outcome:
+    """Record orjson's verdict on `text` (strings only: bytes are never asked about twice)."""
     global _last
+    out = Outcome(text, ok, msg, pos)
     if type(text) is str:
-        _last = Outcome(text, ok, msg, pos)
+        _last = out
+    return out
 
 
 # A value parsed for a reader that never hands it out (`read_emptiness`,
@@ -116,15 +114,14 @@ NOT_KEPT: Any = object()
 
 def parse_json(text: str | bytes) -> Any:
     """Parse one JSON value the way `JSON.parse` does, or raise `JSONError`."""
-    last = _last
-    if last.text is text and not last.ok and not may_be_js_json(last.msg):
-        raise JSONError(last.msg)
+    if known_bad(text):
+        raise JSONError(_last.msg)
     try:
         value = orjson.loads(text)
         _remember(text, True)
         return value
     except orjson.JSONDecodeError as exc:
-        _remember(text, False, exc.msg, exc.pos)
+        remember_failure(text, exc)
         # orjson reports the FIRST fault left to right. Only these faults are
         # text JavaScript accepts; any other one JS refuses too, at the same place.
         if not may_be_js_json(str(exc)):
@@ -144,6 +141,8 @@ def parse_json(text: str | bytes) -> Any:
 def may_be_js_json(msg: str) -> bool:
     """An orjson fault that JavaScript's JSON.parse may accept (T3): the exact parser decides."""
     return "surrogate" in msg or "infinity" in msg or "depth limit" in msg or "UTF-8" in msg or "ecursion" in msg
+
+
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _PLAIN_STRING = re.compile(r'[^"\\\x00-\x1f]*')

@@ -186,7 +186,6 @@ _TOKENS = re.compile(
 )
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _NUMBER_START = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?)?", re.ASCII)
-_CLOSER = {"{": "}", "[": "]"}
 
 
 # The leaves of text orjson read to its end without a fault (a grammatical JSON prefix):
