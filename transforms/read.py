@@ -26,37 +26,54 @@ from schemas.events import Event, SourceFile
 from . import sources
 from .accounting import RunCounts
 
-__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress"]
+__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
 
 EVENTS = "events"
 DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
 
 
+class Ticker:
+    """Says when a progress line is due: at most every `every` seconds (per worker process)."""
+
+    def __init__(self, every: float = 2.0, enabled: bool = True) -> None:
+        self.every = every
+        self.enabled = enabled
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        """True (once per period) when a line should be printed now."""
+        now = time.monotonic()
+        if self.enabled and now - self._last >= self.every:
+            self._last = now
+            return True
+        return False
+
+    @staticmethod
+    def say(line: str) -> None:
+        """Print one progress line to stderr."""
+        sys.stderr.write(f"footprint-audit: {line}\n")
+        sys.stderr.flush()
+
+
 class Progress:
-    """Prints a progress line to stderr at most every `every` seconds (per worker process)."""
+    """Files, events and bytes read so far, as a progress line now and then."""
 
     def __init__(self, total_files: int, every: float = 2.0, enabled: bool = True) -> None:
         self.total_files = total_files
-        self.every = every
-        self.enabled = enabled
+        self.ticker = Ticker(every, enabled)
         self.files = 0
         self.events = 0
         self.bytes = 0
-        self._last = time.monotonic()
 
     def add(self, files: int = 0, events: int = 0, nbytes: int = 0) -> None:
         self.files += files
         self.events += events
         self.bytes += nbytes
-        now = time.monotonic()
-        if self.enabled and now - self._last >= self.every:
-            self._last = now
-            sys.stderr.write(
-                f"footprint-audit: read {self.files}/{self.total_files} files, "
-                f"{self.events:,} events, {self.bytes / 1e6:,.1f} MB\n"
+        if self.ticker.due():
+            self.ticker.say(
+                f"read {self.files}/{self.total_files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB"
             )
-            sys.stderr.flush()
 
 
 class _ReadFileFn(beam.DoFn):

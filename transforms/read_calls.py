@@ -8,8 +8,6 @@ Emits:   `readings` rows (dicts with every column of `schemas.tables.READINGS`).
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Iterable
 
 import apache_beam as beam
@@ -18,6 +16,7 @@ from apache_beam.metrics import Metrics
 from schemas.declarations import Declarations
 
 from .calls import Call
+from .read import Ticker
 from .readings import READER_VERSION, reading_row
 
 __all__ = ["ReadCalls"]
@@ -35,14 +34,13 @@ class _ReadCallFn(beam.DoFn):
 
     def setup(self) -> None:
         self._n = 0
-        self._last = time.monotonic()
+        self._ticker = Ticker(PROGRESS_EVERY, self.progress)
 
     def process(self, call: Call) -> Iterable[dict]:
         self.readings.inc()
         self._n += 1
-        if self.progress and time.monotonic() - self._last >= PROGRESS_EVERY:
-            self._last = time.monotonic()
-            sys.stderr.write(f"footprint-audit: {self._n:,} calls read so far\n")
+        if self._ticker.due():
+            self._ticker.say(f"{self._n:,} calls read so far")
         yield reading_row(call, self.declarations.rows_at_for, self.reader_version)
 
 
