@@ -6,6 +6,19 @@ import sys
 from typing import Callable
 
 
+def load_targets(imports: Callable[[], dict], main: bool) -> dict:
+    """The target modules, from `imports()`: under atheris (running as a script) instrumented
+    for coverage, else as they are (hypothesis, or replayed by the regression tests)."""
+    try:
+        import atheris
+    except ImportError:
+        return imports()
+    if not main:
+        return imports()
+    with atheris.instrument_imports():
+        return imports()
+
+
 def fuzz_main(argv: list[str], check: Callable[[bytes], None], hypothesis_run: Callable[[float], None]) -> None:
     """`python fuzz/X.py [atheris args]` or `python fuzz/X.py --hypothesis SECONDS`."""
     if len(argv) > 2 and argv[1] == "--hypothesis":

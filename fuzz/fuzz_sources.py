@@ -26,13 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _common import fuzz_main  # noqa: E402
-
-try:
-    import atheris
-except ImportError:  # pragma: no cover - hypothesis fallback
-    atheris = None
-
+from _common import fuzz_main, load_targets  # noqa: E402
 
 def _imports():
     import orjson
@@ -45,11 +39,7 @@ def _imports():
     return locals()
 
 
-if atheris is not None and __name__ == "__main__":
-    with atheris.instrument_imports():
-        R = _imports()
-else:
-    R = _imports()
+R = load_targets(_imports, __name__ == "__main__")
 
 CAP = 256  # max event bytes: small, so the too-large paths are reached
 REASONS = {"not-json", "not-an-event", "unknown-format", "missing-run-id", "too-large", "unreadable"}
