@@ -9,7 +9,8 @@ Emits:   `readings` rows (main; `revision`, `emitted_at` filled) and dead-letter
 
 Per key (event time throughout):
 - every event is buffered in state; an exact duplicate (same type, payload and
-  meta) is dropped;
+  meta) is dropped (those that came before the first reading when it is made,
+  later ones on arrival);
 - a `tool_end` arms the READ timer at its time + the grace period (default
   30 s), so declarations that arrive a little late still make the door;
 - when READ fires the call is read and its readings emitted (revision 0); an
@@ -19,12 +20,15 @@ Per key (event time throughout):
   `tool_end` never came (outcome `unknown`), clears the buffer and leaves a
   small tombstone for one more allowed-lateness period: an event for the key
   then is a dead letter with reason `late`; after that the key holds nothing.
+- the key's record (`_CallState`) is 33 packed bytes, and each timer is set
+  only when its time moves: the local runner copies a key's timers and state
+  for every bundle that touches it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import pickle
+import struct
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, NamedTuple, Tuple
@@ -32,7 +36,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Tuple
 import apache_beam as beam
 import orjson
 from apache_beam import pvalue
-from apache_beam.coders import BytesCoder, PickleCoder
+from apache_beam.coders import BytesCoder, Coder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (
@@ -83,18 +87,33 @@ def decode_held(encoded: bytes) -> tuple[str, Event]:
 class _CallState(NamedTuple):
     """What a key keeps besides its events: one small record, read and written once per event."""
 
-    revision: int | None = None  # the last reading's revision (None: not read yet)
+    revision: int = -1  # the last reading's revision (-1: not read yet)
     last_ms: int = 0  # the latest event time seen
-    cleanup_ms: int = 0  # when the CLEANUP timer is set for
-    fingerprints: frozenset = frozenset()  # the events held, for exact-duplicate drops
+    cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid)
+    read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
     closed: bool = False  # read and cleared: a tombstone until its timer ends it
+
+
+class _CallStateCoder(Coder):
+    """`_CallState` as 33 fixed bytes (struct): cheaper than pickling it once per event and timer."""
+
+    _LAYOUT = struct.Struct("<qqqq?")
+
+    def encode(self, value: _CallState) -> bytes:
+        return self._LAYOUT.pack(*value)
+
+    def decode(self, encoded: bytes) -> _CallState:
+        return _CallState._make(self._LAYOUT.unpack(encoded))
+
+    def is_deterministic(self) -> bool:
+        return True
 
 
 class _StatefulJoinFn(beam.DoFn):
     EVENTS = BagStateSpec("events", BytesCoder())  # encode_held(source, Event)
-    STATE = ReadModifyWriteStateSpec("state", PickleCoder())  # _CallState
-    READ = TimerSpec("read", TimeDomain.WATERMARK)
-    CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)
+    STATE = ReadModifyWriteStateSpec("state", _CallStateCoder())
+    READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
+    CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # release the events; later, end the tombstone
 
     def __init__(
         self,
@@ -112,6 +131,7 @@ class _StatefulJoinFn(beam.DoFn):
         self.duplicates = Metrics.counter("stream_join", "duplicates_dropped")
         self.late = Metrics.counter("stream_join", "late_dead_letters")
         self.corrections = Metrics.counter("stream_join", "corrected_readings")
+        self.emitted = Metrics.counter("stream_join", "readings_emitted")
 
     def process(
         self,
@@ -119,50 +139,39 @@ class _StatefulJoinFn(beam.DoFn):
         timestamp: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
         state: Any = beam.DoFn.StateParam(STATE),
-        read_timer: Any = beam.DoFn.TimerParam(READ),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
+        read_timer: Any = beam.DoFn.TimerParam(READ),
     ) -> Iterable[Any]:
         (run_id, _call_id), (event_type, encoded) = element
-        held: _CallState = state.read() or _CallState()
+        held: _CallState = state.read() or _FRESH
         if held.closed:
             self.late.inc()
             yield pvalue.TaggedOutput(DEAD_LETTERS, _late(*decode_held(encoded), run_id))
             return
-        fp = hashlib.blake2b(encoded, digest_size=16).digest()
-        if fp in held.fingerprints:
-            self.duplicates.inc()
-            return
+        ts_ms = timestamp.micros // 1000
+        read_ms = held.read_ms
+        if held.revision >= 0:
+            # Already read: a duplicate changes nothing; anything else is due as a correction
+            # as soon as the watermark passes it (its declarations' grace, for a tool_end).
+            if encoded in events.read():
+                self.duplicates.inc()
+                return
+            read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
+        elif event_type == TOOL_END:
+            read_ms = ts_ms + self.grace_ms
+        # Before the first reading duplicates are kept and dropped when it is made (one pass).
         events.add(encoded)
-        ts_ms = int(timestamp.micros // 1000)
-        if event_type == TOOL_END:
-            read_timer.set(Timestamp.of((ts_ms + self.grace_ms) / 1000))
-        elif held.revision is not None:
-            # Already read: a correction is due as soon as the watermark passes this event.
-            read_timer.set(Timestamp.of(ts_ms / 1000))
-        last = max(held.last_ms, ts_ms)
-        due = last + self.grace_ms + self.lateness_ms
+        last = held.last_ms if held.last_ms > ts_ms else ts_ms
         cleanup_ms = held.cleanup_ms
+        due = last + self.grace_ms + self.lateness_ms
         if due > cleanup_ms:
             cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
-            cleanup_timer.set(Timestamp.of(cleanup_ms / 1000))
-        state.write(held._replace(last_ms=last, cleanup_ms=cleanup_ms, fingerprints=held.fingerprints | {fp}))
-
-    def _read(self, key: tuple[str, str], events: Any, state: Any) -> Iterable[dict]:
-        run_id, call_id = key
-        calls = join_call_events(run_id, call_id, [decode_held(b) for b in events.read()])
-        if not calls:
-            return
-        held: _CallState = state.read() or _CallState()
-        rev = 0 if held.revision is None else held.revision + 1
-        if rev:
-            self.corrections.inc(len(calls))
-        state.write(held._replace(revision=rev))
-        emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
-        for call in calls:
-            row = reading_row(call, self.declarations.rows_at_for, self.reader_version)
-            row["revision"] = rev
-            row["emitted_at"] = emitted
-            yield row
+        now = _CallState(held.revision, last, cleanup_ms, read_ms, False)
+        if read_ms != held.read_ms:
+            read_timer.set(Timestamp(micros=read_ms * 1000))
+        if cleanup_ms != held.cleanup_ms:
+            cleanup_timer.set(Timestamp(micros=cleanup_ms * 1000))
+        state.write(now)
 
     @on_timer(READ)
     def on_read(
@@ -171,9 +180,12 @@ class _StatefulJoinFn(beam.DoFn):
         events: Any = beam.DoFn.StateParam(EVENTS),
         state: Any = beam.DoFn.StateParam(STATE),
     ) -> Iterable[Any]:
-        held = state.read()
-        if held is not None and not held.closed:
-            yield from self._read(key, events, state)
+        held: _CallState | None = state.read()
+        if held is None or held.closed or not held.read_ms:
+            return
+        rows = self._read(key, events, held)
+        yield from rows
+        state.write(held._replace(revision=held.revision + (1 if rows else 0), read_ms=0))
 
     @on_timer(CLEANUP)
     def on_cleanup(
@@ -184,23 +196,56 @@ class _StatefulJoinFn(beam.DoFn):
         state: Any = beam.DoFn.StateParam(STATE),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
     ) -> Iterable[Any]:
-        held: _CallState = state.read() or _CallState()
+        held: _CallState | None = state.read()
+        if held is None:
+            return
         if held.closed:
             state.clear()  # the tombstone's time is up: the key holds nothing now
             return
-        if held.revision is None:
-            # Never read: the tool_end never came. Report what is known (outcome unknown);
-            # events that make no call at all (no tool_start or tool_end ever came for them:
-            # the call was closed earlier, or never began) are dead letters, never dropped.
-            rows = list(self._read(key, events, state))
+        if held.revision < 0 or held.read_ms:
+            # Not read yet, or a correction still pending (timers of one key may fire in any
+            # order when both are due): read now. A call whose tool_end never came is reported
+            # with what is known (outcome unknown); events that make no call at all (no
+            # tool_start or tool_end ever came for them: the call was closed earlier, or never
+            # began) are dead letters, never dropped.
+            rows = self._read(key, events, held)
             yield from rows
-            if not rows:
+            if not rows and held.revision < 0:
                 for source, ev in map(decode_held, events.read()):
                     self.late.inc()
                     yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, key[0]))
         events.clear()
-        state.write(_CallState(closed=True))
+        state.write(_CLOSED)
         cleanup_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
+
+    def _read(self, key: tuple[str, str], events: Any, held: _CallState) -> list[dict]:
+        """The call's readings rows from its events, revision `held.revision + 1`. The first reading
+        drops the duplicates that came before it from the buffer."""
+        run_id, call_id = key
+        buffered = list(events.read())
+        unique = list(dict.fromkeys(buffered))
+        if len(unique) < len(buffered):
+            self.duplicates.inc(len(buffered) - len(unique))
+            events.clear()
+            for encoded in unique:
+                events.add(encoded)
+        calls = join_call_events(run_id, call_id, [decode_held(b) for b in unique])
+        rev = held.revision + 1
+        if rev and calls:
+            self.corrections.inc(len(calls))
+        emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
+        rows = []
+        for call in calls:
+            row = reading_row(call, self.declarations.rows_at_for, self.reader_version)
+            row["revision"] = rev
+            row["emitted_at"] = emitted
+            rows.append(row)
+        self.emitted.inc(len(rows))
+        return rows
+
+
+_FRESH = _CallState()
+_CLOSED = _CallState(closed=True)
 
 
 def _late(source: str, ev: Event, run_id: str) -> dict:
