@@ -50,6 +50,7 @@ from transforms.calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from transforms.stream_join import StatefulCallJoin, hold
 from transforms.stream_write import WriteWindowedTable
+from transforms.worker_gc import tune_gc
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
@@ -105,6 +106,9 @@ class _ReadFilesAsStreamFn(beam.DoFn):
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
 
+    def setup(self) -> None:
+        tune_gc()
+
     def process(self, path: str) -> Iterable[Any]:
         opened = sources.open_source(path, self.max_event_bytes)
         if isinstance(opened, SourceFile):
@@ -122,6 +126,9 @@ class _ParseMessageFn(beam.DoFn):
 
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
+
+    def setup(self) -> None:
+        tune_gc()
 
     def process(self, msg: tuple[str, int, bytes, Any]) -> Iterable[Any]:
         source, index, data, time_ms = msg

@@ -25,6 +25,7 @@ from schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
+from .worker_gc import tune_gc
 
 __all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
 
@@ -86,6 +87,7 @@ class _ReadFileFn(beam.DoFn):
         self.dead = Metrics.counter("read", "dead_letters")
 
     def setup(self) -> None:
+        tune_gc()
         self.progress = Progress(self.total_files, enabled=self.progress_enabled)
 
     def process(self, path: str) -> Iterable[Any]:

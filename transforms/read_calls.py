@@ -18,6 +18,7 @@ from schemas.declarations import Declarations
 from .calls import Call
 from .read import Ticker
 from .readings import READER_VERSION, reading_row
+from .worker_gc import tune_gc
 
 __all__ = ["ReadCalls"]
 
@@ -33,6 +34,7 @@ class _ReadCallFn(beam.DoFn):
         self.readings = Metrics.counter("read_calls", "readings")
 
     def setup(self) -> None:
+        tune_gc()
         self._n = 0
         self._ticker = Ticker(PROGRESS_EVERY, self.progress)
 

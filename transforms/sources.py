@@ -159,6 +159,11 @@ class _Prepended(io.RawIOBase):
         buffer[:n] = chunk
         return n
 
+    def readall(self) -> bytes:
+        # The whole rest in one read of `inner` (RawIOBase's own readall goes 8 KB at a time).
+        prefix, self._prefix = bytes(self._prefix), memoryview(b"")
+        return prefix + self._inner.read()
+
     def close(self) -> None:
         try:
             self._inner.close()
@@ -254,7 +259,8 @@ def sniff_format(head: bytes, name: str = "") -> str | None:
         return None
     if first.startswith(_SSE_LINE_STARTS):
         return FORMAT_SSE
-    if first.startswith(b"{") and _is_event_shaped_line(first):
+    # An object line ends with `}`: a longer line cut off by the head (a one-line document) is not parsed.
+    if first.startswith(b"{") and first.endswith(b"}") and _is_event_shaped_line(first):
         return FORMAT_EVENT_STREAM
     return None
 
@@ -959,15 +965,15 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         stream.close()
         return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
     fmt = sniff_format(head, path)
-    rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20)
     if fmt in LINE_FORMATS:
+        rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20)
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
-        data = rest.read()
+        data = head + stream.read()
     except _READ_ERRORS as exc:
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     finally:
-        rest.close()
+        stream.close()
     source = _parse_document(path, data, max_event_bytes, utf8_safe=True)
     if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
         # JSON Lines whose first line was longer than the sniffed head.

@@ -52,6 +52,7 @@ from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
 
 from .calls import join_call_events
 from .readings import READER_VERSION, reading_row
+from .worker_gc import tune_gc
 
 __all__ = ["StatefulCallJoin", "DEAD_LETTERS", "hold", "encode_held", "decode_held"]
 
@@ -132,6 +133,9 @@ class _StatefulJoinFn(beam.DoFn):
         self.late = Metrics.counter("stream_join", "late_dead_letters")
         self.corrections = Metrics.counter("stream_join", "corrected_readings")
         self.emitted = Metrics.counter("stream_join", "readings_emitted")
+
+    def setup(self) -> None:
+        tune_gc()
 
     def process(
         self,
