@@ -196,3 +196,14 @@ def test_stream_source_uris_are_checked():
         except stream_mod.UsageError:
             continue
         raise AssertionError(bad)
+
+
+def test_the_key_record_coder_round_trips_every_field():
+    from transforms.stream_join import _CallState, _CallStateCoder
+
+    coder = _CallStateCoder()
+    for record in (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
+                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False)):
+        encoded = coder.encode(record)
+        assert len(encoded) == 33 and coder.decode(encoded) == record
+    assert coder.is_deterministic()

@@ -1,0 +1,56 @@
+"""`transforms.worker_gc`: the collector's thresholds are raised once per process, never lowered, and can be left alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from helpers import ROOT
+
+PROBE = (
+    "import gc, sys; sys.path.insert(0, {root!r}); gc.set_threshold(*{start!r});"
+    "from transforms.worker_gc import tune_gc; first = tune_gc(); second = tune_gc();"
+    "print(first, second, *gc.get_threshold())"
+)
+
+
+def _probe(start: tuple[int, int, int], env_value: str | None = None) -> list[str]:
+    env = dict(os.environ)
+    env.pop("FOOTPRINT_AUDIT_GC", None)
+    if env_value is not None:
+        env["FOOTPRINT_AUDIT_GC"] = env_value
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(root=str(ROOT), start=start)],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    return out.stdout.split()
+
+
+def test_thresholds_are_raised_once_per_process():
+    assert _probe((700, 10, 10)) == ["True", "False", "50000", "20", "100"]
+
+
+def test_higher_thresholds_are_kept():
+    assert _probe((200_000, 50, 500)) == ["True", "False", "200000", "50", "500"]
+
+
+def test_the_environment_can_leave_the_thresholds_alone():
+    assert _probe((700, 10, 10), "default") == ["False", "False", "700", "10", "10"]
+
+
+JOB = (
+    "import gc, sys; sys.path.insert(0, {root!r});"
+    "from pipelines import reassess;"
+    "code = reassess.run(['--input', {inp!r}, '--output', {out!r}, '--declarations', {decl!r}, '--no-progress', '--quiet']);"
+    "print(code, *gc.get_threshold())"
+)
+
+
+def test_a_job_runs_with_the_thresholds_its_reading_dofns_set(tmp_path):
+    env = dict(os.environ)
+    env.pop("FOOTPRINT_AUDIT_GC", None)
+    code = JOB.format(root=str(ROOT), inp=str(ROOT / "examples" / "recordings"), out=str(tmp_path / "out"),
+                      decl=str(ROOT / "examples" / "declarations.json"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split()[-4:] == ["0", "50000", "20", "100"]
