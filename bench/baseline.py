@@ -48,6 +48,7 @@ from transforms.calls import (  # noqa: E402
 )
 from transforms.readings import reading_row  # noqa: E402
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
+from transforms.worker_gc import tune_gc  # noqa: E402
 from transforms.write import part_name, shard_of, sort_rows  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs"]
@@ -77,6 +78,7 @@ def _add(counts: dict, key: tuple, part: RunCounts) -> None:
 def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
     """Read, join, read calls and write the three tables under `out`; returns counts."""
+    tune_gc()  # as the job's reading DoFns do in their setup
     rows_at_for = declarations.rows_at_for
     readings: list[dict] = []
     dead: list[dict] = []
