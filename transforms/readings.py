@@ -57,29 +57,11 @@ def kept_out_test(value: Any) -> bool:
     return is_placeholder(value)
 
 
-_NOT_READ = {
-    "emptiness": None,
-    "rows": None,
-    "rows_source": None,
-    "rows_at": None,
-    "counted_at": None,
-    "described_facts": None,
-    "described_series": None,
-    "described_edges": None,
-    "bounded": False,
-    "undeclared_shape": False,
-    "rows_unread": None,
-    "emptiness_without_door": None,
-    "door_disagrees": False,
-}
-
-_NO_SERVED = {
-    "served_kind": None,
-    "served_values": None,
-    "served_rest": None,
-    "served_leaves": None,
-    "served_words": None,
-}
+#: The reading columns of a call that is not read (no value, not `ran`, withheld), in row order.
+_NOT_READ = (None, None, None, None, None, None, None, None, False, False, None, None, False)
+#: The `served_*` columns of a structured value (or no value), in row order.
+_NO_SERVED = (None, None, None, None, None)
+_SERVED_KEYS = ("served_kind", "served_values", "served_rest", "served_leaves", "served_words")
 
 
 def served_columns(value: Any, parsed: Any = UNDEFINED) -> dict:
@@ -88,33 +70,31 @@ def served_columns(value: Any, parsed: Any = UNDEFINED) -> dict:
     `parsed` is `parse_maybe_json(value)` when the caller has it: text that
     parsed whole is one JSON value with nothing after it (`json`, 1).
     """
+    return dict(zip(_SERVED_KEYS, _served(value, parsed)))
+
+
+def _served(value: Any, parsed: Any = UNDEFINED) -> tuple:
+    """`served_columns` as a tuple in row order: (kind, values, rest, leaves, words)."""
     if type(value) is not str:
-        return dict(_NO_SERVED)
-    out = dict(_NO_SERVED)
+        return _NO_SERVED
     if parsed is not UNDEFINED and parsed is not value:
-        out.update(served_kind="json", served_values=1)
-        return out
+        return ("json", 1, None, None, None)
     t = js_trim(value)
     if not t or t[0] not in "{[":
-        out.update(served_kind="text", served_values=0)
-        return out
+        return ("text", 0, None, None, None)
     lead = leading_json_values(t)
     n = len(lead.values)
     if n:
         if not lead.rest:
-            out.update(served_kind="json", served_values=n)
-            return out
+            return ("json", n, None, None, None)
         cut = json_prefix_of(lead.rest)
         if cut is None:
-            out.update(served_kind="json+text", served_values=n, served_rest=lead.rest[:SERVED_REST_MAX])
-            return out
+            return ("json+text", n, lead.rest[:SERVED_REST_MAX], None, None)
     else:
         cut = json_prefix_of(t)
         if cut is None:
-            out.update(served_kind="text", served_values=0)
-            return out
-    out.update(served_kind="json-cut", served_values=n, served_leaves=list(cut.leaves), served_words=cut.words)
-    return out
+            return ("text", 0, None, None, None)
+    return ("json-cut", n, None, list(cut.leaves), cut.words)
 
 
 # The instants a `datetime` (and so a Parquet timestamp row) can hold: years 1 to 9999.
@@ -196,49 +176,83 @@ def reading_row(
 ) -> dict:
     """One call → its `readings` row (every column of `schemas.tables.READINGS`)."""
     end = call.end
-    end_p = end.payload if end is not None else {}
+    if end is not None:
+        end_p = end.payload
+        ended_at = _timestamp(end.meta.get("wallClockMs"))
+        duration = end_p.get("durationMs")
+        duration = float(duration) if is_js_number(duration) else None
+        status = end_p.get("status")
+        if type(status) is not str:
+            status = None
+    else:
+        ended_at = duration = status = None
     value, value_from = call.value_read()
-    door = call.door()
-    row: dict = {
+    door_absent, door_bounded = call.door_absent, call.door_bounded
+    if value_from is None:
+        declared = None
+        served = _NO_SERVED
+        resolved = paging = None
+        reading = _NOT_READ
+    else:
+        door = call.door()
+        data = parse_maybe_json(value)
+        declared = declared_by_value(data)
+        if declared is not None and call.door_from == DOOR_VALUE:
+            # No door held: the reading used the door read off the value.
+            door_absent, door_bounded = declared.absent, declared.bounded
+        served = _served(value, data)
+        resolved, paging = _facts(door, data)
+        if call.outcome == "ran" and call.withheld_by is None:
+            reading = _reading(call, value, data, door, rows_at_for(call.tool_name), declared)
+        else:
+            reading = _NOT_READ
+    row = {
         "run_id": call.run_id,
         "session_id": call.session_id,
         "tool_call_id": call.tool_call_id,
         "occurrence": call.occurrence,
         "tool_name": call.tool_name,
         "iteration": call.iteration,
-        "ended_at": _timestamp(end.wall_clock_ms) if end is not None else None,
-        "duration_ms": float(end_p["durationMs"]) if is_js_number(end_p.get("durationMs")) else None,
+        "ended_at": ended_at,
+        "duration_ms": duration,
         "outcome": call.outcome,
         "withheld_by": call.withheld_by,
-        "status": end_p.get("status") if type(end_p.get("status")) is str else None,
+        "status": status,
         "value_from": value_from,
         "door_from": call.door_from,
-        "door_absent": call.door_absent,
-        "door_bounded": call.door_bounded,
+        "door_absent": door_absent,
+        "door_bounded": door_bounded,
         "door_described": call.described is not UNDEFINED,
+        "emptiness": reading[0],
+        "rows": reading[1],
+        "rows_source": reading[2],
+        "rows_at": reading[3],
+        "counted_at": reading[4],
+        "described_facts": reading[5],
+        "described_series": reading[6],
+        "described_edges": reading[7],
+        "bounded": reading[8],
+        "undeclared_shape": reading[9],
+        "rows_unread": reading[10],
+        "emptiness_without_door": reading[11],
+        "door_disagrees": reading[12],
+        "value_declares_absent": declared.absent if declared else None,
+        "value_declares_bounded": declared.bounded if declared else None,
+        "value_declares_gap": declared.gap if declared else None,
+        "served_kind": served[0],
+        "served_values": served[1],
+        "served_rest": served[2],
+        "served_leaves": served[3],
+        "served_words": served[4],
+        "resolved": _resolved_rows(resolved),
+        "paging_next": paging_next_text(paging) if paging is not None else None,
+        "paging_complete": (paging.get("next") is None) if paging is not None else None,
+        "source_file": call.source_file,
+        "event_index": call.event_index,
+        "reader_version": reader_version,
+        "revision": 0,
+        "emitted_at": None,
     }
-    row.update(_NOT_READ)
-    has_value = value_from is not None
-    data = parse_maybe_json(value) if has_value else UNDEFINED
-    declared = declared_by_value(data) if has_value else None
-    if call.door_from == DOOR_VALUE and declared is not None:
-        # No door held: the reading used the door read off the value.
-        row["door_absent"], row["door_bounded"] = declared.absent, declared.bounded
-    row["value_declares_absent"] = declared.absent if declared else None
-    row["value_declares_bounded"] = declared.bounded if declared else None
-    row["value_declares_gap"] = declared.gap if declared else None
-    row.update(served_columns(value, data) if has_value else _NO_SERVED)
-    resolved, paging = _facts(door, data) if has_value else (None, None)
-    row["resolved"] = _resolved_rows(resolved)
-    row["paging_next"] = paging_next_text(paging) if paging is not None else None
-    row["paging_complete"] = (paging.get("next") is None) if paging is not None else None
-    if call.outcome == "ran" and call.withheld_by is None and has_value:
-        _read_into(row, call, value, data, door, rows_at_for(call.tool_name), declared)
-    row["source_file"] = call.source_file
-    row["event_index"] = call.event_index
-    row["reader_version"] = reader_version
-    row["revision"] = 0
-    row["emitted_at"] = None
     for key in _FROM_VALUE_TEXT:
         v = row[key]
         if v is not None and not (type(v) is str and v.isascii()):
@@ -261,28 +275,28 @@ def _same_door(door: dict | None, declared: Any) -> bool:
     return door["absent"] is own_absent and door["bounded"] is own_bounded
 
 
-def _read_into(
-    row: dict, call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any
-) -> None:
+def _reading(
+    call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any
+) -> tuple:
+    """The reading columns of a read call, in row order (see `_NOT_READ`)."""
     kept_out = kept_out_test if call.served_under_policy else None
     if kept_out is not None and is_placeholder(value):
-        row.update(emptiness="unknown", rows_unread="redacted", emptiness_without_door="unknown")
-        return
+        return ("unknown", None, None, None, None, None, None, None, False, False, "redacted", "unknown", False)
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)
     bare = reading if _same_door(door, declared) else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
-    row.update(
-        emptiness=reading.emptiness,
-        rows=reading.rows,
-        rows_source=reading.source,
-        rows_at=reading.rows_at if type(reading.rows_at) is str else None,
-        counted_at=[str(x) for x in reading.counted_at] if reading.counted_at is not None else None,
-        described_facts=reading.described_count("facts"),
-        described_series=reading.described_count("series"),
-        described_edges=reading.described_count("edges"),
-        bounded=reading.bounded,
-        undeclared_shape=reading.undeclared_shape,
-        rows_unread=reading.rows_unread,
-        emptiness_without_door=bare.emptiness,
-        door_disagrees=reading.emptiness != bare.emptiness,
+    return (
+        reading.emptiness,
+        reading.rows,
+        reading.source,
+        reading.rows_at if type(reading.rows_at) is str else None,
+        [str(x) for x in reading.counted_at] if reading.counted_at is not None else None,
+        reading.described_count("facts"),
+        reading.described_count("series"),
+        reading.described_count("edges"),
+        reading.bounded,
+        reading.undeclared_shape,
+        reading.rows_unread,
+        bare.emptiness,
+        reading.emptiness != bare.emptiness,
     )

@@ -197,7 +197,11 @@ def open_stream(path: str) -> BinaryIO:
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
 
-    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if FileSystems.get_scheme(path) is None:
+        # A local path: opened as Beam's local file system opens it, without its per-call plugin lookup.
+        raw = open(path, "rb")
+    else:
+        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     try:
         return _decompressing(raw)
     except BaseException:
@@ -694,7 +698,7 @@ def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", 
 def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
     """`read_document` on bytes that are already decompressed."""
     text = _strip_bom(data)
-    if not text.strip():
+    if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
         return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
         doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
