@@ -28,7 +28,7 @@ def _probe(start: tuple[int, int, int], env_value: str | None = None) -> list[st
 
 
 def test_thresholds_are_raised_once_per_process():
-    assert _probe((700, 10, 10)) == ["True", "False", "50000", "20", "100"]
+    assert _probe((700, 10, 10)) == ["True", "False", "10000", "20", "100"]
 
 
 def test_higher_thresholds_are_kept():
@@ -53,4 +53,4 @@ def test_a_job_runs_with_the_thresholds_its_reading_dofns_set(tmp_path):
     code = JOB.format(root=str(ROOT), inp=str(ROOT / "examples" / "recordings"), out=str(tmp_path / "out"),
                       decl=str(ROOT / "examples" / "declarations.json"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.split()[-4:] == ["0", "50000", "20", "100"]
+    assert out.stdout.split()[-4:] == ["0", "10000", "20", "100"]
