@@ -175,6 +175,17 @@ class _Prepended(io.RawIOBase):
 
 def _decompressing(raw: Any) -> BinaryIO:
     """Wrap an open binary stream so that it reads decompressed bytes (sniffed by magic)."""
+    peek = getattr(raw, "peek", None)
+    magic = peek(4)[:4] if peek is not None else b""
+    if len(magic) == 4:
+        # A buffered stream: the magic is looked at, not taken, and a plain file is read as it is.
+        if magic.startswith(GZIP_MAGIC):
+            gz = gzip.GzipFile(fileobj=raw, mode="rb")  # does not close `raw` itself
+            return io.BufferedReader(_Prepended(b"", gz, also_close=raw), buffer_size=1 << 20)  # type: ignore[return-value]
+        if magic.startswith(ZSTD_MAGIC):
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+            return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+        return raw  # type: ignore[no-any-return]
     magic = raw.read(4)
     stream = io.BufferedReader(_Prepended(magic, raw), buffer_size=1 << 20)
     if magic.startswith(GZIP_MAGIC):
@@ -199,7 +210,7 @@ def open_stream(path: str) -> BinaryIO:
 
     if FileSystems.get_scheme(path) is None:
         # A local path: opened as Beam's local file system opens it, without its per-call plugin lookup.
-        raw = open(path, "rb")
+        raw = open(path, "rb", buffering=1 << 20)
     else:
         raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     try:
@@ -961,7 +972,7 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
-        head = stream.read(HEAD_BYTES) or b""
+        head, taken = _head(stream)
     except _READ_ERRORS as exc:
         stream.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
@@ -970,10 +981,10 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
     fmt = sniff_format(head, path)
     if fmt in LINE_FORMATS:
-        rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20)
+        rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20) if taken else stream
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
-        data = head + stream.read()
+        data = head + stream.read() if taken else stream.read()
     except _READ_ERRORS as exc:
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     finally:
@@ -984,6 +995,20 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         stream2 = io.BytesIO(data)
         return FORMAT_EVENT_STREAM, _line_items(path, stream2, FORMAT_EVENT_STREAM, max_event_bytes)
     return source
+
+
+def _head(stream: BinaryIO) -> tuple[bytes, bool]:
+    """The stream's first `HEAD_BYTES` (all of it when shorter) and whether they were taken from it.
+
+    A buffered stream is peeked at, so that a document is then read in one piece
+    without joining its head back on; anything else is read.
+    """
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        peeked = peek(HEAD_BYTES)
+        if len(peeked) >= HEAD_BYTES:
+            return peeked[:HEAD_BYTES], False
+    return stream.read(HEAD_BYTES) or b"", True
 
 
 def _closing(stream: BinaryIO, items: Iterator[Event | DeadLetter]) -> Iterator[Event | DeadLetter]:
