@@ -692,3 +692,32 @@ def test_json_lines_accounting_property(lines):
     source = read_document("d.json", b"[" + b",".join(b"null" if not line.strip() else line for line in lines) + b"]")
     if source.format == FORMAT_EVENTS_ARRAY:
         assert_accounted(source, list(range(len(lines))))
+
+
+@pytest.mark.parametrize("packing", ["plain", "gzip", "zstd"])
+@pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
+def test_a_stream_reads_the_same_peeked_or_not(packing, size):
+    """`_decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
+    from transforms.sources import _decompressing, _head
+
+    data = bytes((i * 7 + i // 13) % 251 for i in range(size))
+    packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]
+
+    class Unbuffered(io.RawIOBase):  # no peek: the magic is read and put back
+        def __init__(self, b: bytes) -> None:
+            self._b = io.BytesIO(b)
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buf) -> int:
+            return self._b.readinto(buf)
+
+    outs = []
+    for raw in (io.BufferedReader(io.BytesIO(packed), buffer_size=1 << 20), Unbuffered(packed)):
+        stream = _decompressing(raw)
+        head, taken = _head(stream)
+        rest = stream.read()
+        outs.append(head + rest if taken else rest)
+        assert head == data[: len(head)]
+    assert outs[0] == outs[1] == data

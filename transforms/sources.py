@@ -174,27 +174,25 @@ class _Prepended(io.RawIOBase):
 
 
 def _decompressing(raw: Any) -> BinaryIO:
-    """Wrap an open binary stream so that it reads decompressed bytes (sniffed by magic)."""
+    """Wrap an open binary stream so that it reads decompressed bytes (sniffed by magic).
+
+    A buffered stream is peeked at: its magic is looked at, not taken, and a plain
+    file is read as it is. Any other stream gets its magic read and put back in front.
+    """
     peek = getattr(raw, "peek", None)
     magic = peek(4)[:4] if peek is not None else b""
     if len(magic) == 4:
-        # A buffered stream: the magic is looked at, not taken, and a plain file is read as it is.
-        if magic.startswith(GZIP_MAGIC):
-            gz = gzip.GzipFile(fileobj=raw, mode="rb")  # does not close `raw` itself
-            return io.BufferedReader(_Prepended(b"", gz, also_close=raw), buffer_size=1 << 20)  # type: ignore[return-value]
-        if magic.startswith(ZSTD_MAGIC):
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-            return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
-        return raw  # type: ignore[no-any-return]
-    magic = raw.read(4)
-    stream = io.BufferedReader(_Prepended(magic, raw), buffer_size=1 << 20)
+        stream = raw
+    else:
+        magic = raw.read(4)
+        stream = io.BufferedReader(_Prepended(magic, raw), buffer_size=1 << 20)
     if magic.startswith(GZIP_MAGIC):
         gz = gzip.GzipFile(fileobj=stream, mode="rb")  # does not close `stream` itself
         return io.BufferedReader(_Prepended(b"", gz, also_close=stream), buffer_size=1 << 20)  # type: ignore[return-value]
     if magic.startswith(ZSTD_MAGIC):
         reader = zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True, closefd=True)
         return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
-    return stream  # type: ignore[return-value]
+    return stream  # type: ignore[no-any-return]
 
 
 def open_stream(path: str) -> BinaryIO:
