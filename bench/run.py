@@ -118,7 +118,7 @@ def stateful_events(path: str, limit: int) -> list:
     from schemas.events import Event
     from transforms.calls import CALL, classify_event
     from transforms.sources import open_source
-    from transforms.stream_join import hold
+    from transforms.held import hold
 
     out: list = []
     for name, _size in list_inputs(path):

@@ -32,8 +32,7 @@ from pipelines import reassess
 from schemas.declarations import load_declarations
 from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event
 from transforms import sources
-from transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run
-from transforms.join import _run_facts
+from transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
 from transforms.readings import reading_row
 
 NOT_COMPARED = {"reader_version", "emitted_at"}
@@ -152,7 +151,7 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
                 events += item.run_id is not None
     for run_id, items in stream.items():
         facts_items = [(f, ev) for f, ev in items if ev.type in RUN_EVENT_TYPES or ev.type == PERMISSION_CHECK]
-        facts = _run_facts((run_id, facts_items))[1]
+        facts = run_facts_from(facts_items)
         by_call: dict[str, list] = {}
         for f, ev in items:
             events += 1

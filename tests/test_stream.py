@@ -19,7 +19,8 @@ from helpers import ROOT, assert_stream_matches_batch, load_table
 from pipelines import stream as stream_mod
 from schemas.declarations import Declarations
 from schemas.events import Event
-from transforms.stream_join import StatefulCallJoin, hold
+from transforms.held import hold
+from transforms.stream_join import StatefulCallJoin
 from transforms.stream_write import WriteWindowedTable, pane_file, window_folder
 
 T0 = 1_790_000_000  # seconds

@@ -6,7 +6,8 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          `KeyStreamEvents` + `JoinEventStream` key JSON Lines / SSE events by
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
-         small side input.
+         small side input. Events cross the shuffle as compact bytes
+         (`transforms.held`), not pickled.
 Emits:   calls (main), `runs` rows or partial run counts, dead letters.
 """
 
@@ -33,6 +34,7 @@ from .calls import (
     join_run,
     run_facts_from,
 )
+from .held import decode_held, encode_held
 
 __all__ = [
     "JoinRecordingRuns",
@@ -107,10 +109,12 @@ class _KeyEventFn(beam.DoFn):
         if c.session_id is None:
             c.session_id = ev.session_id
         kind = classify_event(ev)
+        held = None
         if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
-            yield pvalue.TaggedOutput(FACTS, (run_id, (source, ev)))
+            held = encode_held(source, ev)
+            yield pvalue.TaggedOutput(FACTS, (run_id, held))
         if kind is CALL:
-            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), (source, ev)))
+            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), held or encode_held(source, ev)))
             return
         if kind is NOT_NEEDED:
             c.not_needed += 1
@@ -126,7 +130,8 @@ class _KeyEventFn(beam.DoFn):
 
 
 class KeyStreamEvents(beam.PTransform):
-    """Stream events → `KEYED` ((run_id, call_id), (file, Event)), `FACTS`, `DEAD_LETTERS`, `COUNTS`."""
+    """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, held event), `DEAD_LETTERS`,
+    `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
@@ -134,17 +139,17 @@ class KeyStreamEvents(beam.PTransform):
         )
 
 
-def _run_facts(item: tuple[str, Iterable[tuple[str, Event]]]) -> tuple[str, RunFacts]:
-    run_id, events = item
-    return run_id, run_facts_from(events)
+def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
+    run_id, held = item
+    return run_id, run_facts_from(map(decode_held, held))
 
 
 class _JoinCallFn(beam.DoFn):
     """One `(run_id, call_id)` group → its call occurrences, and its events' counts."""
 
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
-        (run_id, call_id), items = item
-        items = list(items)
+        (run_id, call_id), held = item
+        items = [decode_held(b) for b in held]
         calls = join_call_events(run_id, call_id, items, facts.get(run_id))
         used_by_file: dict[str, int] = {}
         for call in calls:

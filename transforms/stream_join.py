@@ -27,7 +27,6 @@ Per key (event time throughout):
 
 from __future__ import annotations
 
-import pickle
 import struct
 import time
 from datetime import datetime, timezone
@@ -51,10 +50,11 @@ from schemas.declarations import Declarations
 from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
 
 from .calls import join_call_events
+from .held import decode_held
 from .readings import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "hold", "encode_held", "decode_held"]
+__all__ = ["StatefulCallJoin", "DEAD_LETTERS"]
 
 DEAD_LETTERS = "dead_letters"
 
@@ -62,27 +62,6 @@ DEAD_LETTERS = "dead_letters"
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each.
 CLEANUP_STEP_MS = 10_000
-
-
-def encode_held(source: str, ev: Event) -> bytes:
-    """`(source, Event)` as the bytes the state keeps: compact JSON, pickle only for what JSON cannot hold."""
-    try:
-        return b"j" + orjson.dumps([source, ev.index, ev.type, ev.payload, ev.meta])
-    except (TypeError, orjson.JSONEncodeError):
-        return b"p" + pickle.dumps((source, ev), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def hold(source: str, ev: Event) -> tuple[str, bytes]:
-    """An event as the join takes it: `(type, encode_held(source, ev))`, cheap to shuffle and keep."""
-    return ev.type, encode_held(source, ev)
-
-
-def decode_held(encoded: bytes) -> tuple[str, Event]:
-    """The inverse of `encode_held`."""
-    if encoded[:1] == b"j":
-        source, index, kind, payload, meta = orjson.loads(encoded[1:])
-        return source, Event(index, kind, payload, meta)
-    return pickle.loads(encoded[1:])
 
 
 class _CallState(NamedTuple):

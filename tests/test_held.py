@@ -1,0 +1,87 @@
+"""`transforms.held`: events as compact bytes through shuffles and state, read back exactly."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.events import Event
+from transforms.held import decode_held, encode_held, hold
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def ev(payload: dict, meta: dict | None = None) -> Event:
+    return Event(7, "stream.tool_end", payload, meta if meta is not None else {"runId": "r1", "wallClockMs": 1})
+
+
+def test_a_plain_event_is_compact_json():
+    e = ev({"toolCallId": "c1", "result": [{"a": 1}], "error": None})
+    b = encode_held("f.jsonl", e)
+    assert b[:1] == b"j"
+    assert decode_held(b) == ("f.jsonl", e)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"durationMs": math.inf},  # JSON.parse('1e400') is Infinity; orjson would write null
+        {"durationMs": -math.inf, "x": None},
+        {"n": 2**70},  # beyond what orjson writes
+        {"deep": _nested(300)},  # deeper than orjson writes (254)
+    ],
+)
+def test_what_json_cannot_hold_exactly_is_pickled_and_read_back_equal(payload):
+    e = ev(payload)
+    b = encode_held("f", e)
+    back = decode_held(b)
+    assert back == ("f", e)
+    if any(isinstance(v, float) for v in payload.values()):
+        assert b[:1] == b"p" and back[1].payload["durationMs"] == payload["durationMs"]
+
+
+def test_nan_reads_back_as_nan():
+    source, back = decode_held(encode_held("f", ev({"v": math.nan})))
+    assert source == "f" and math.isnan(back.payload["v"])
+
+
+def test_hold_gives_the_type_and_the_bytes():
+    e = ev({"toolCallId": "c"})
+    assert hold("s", e) == ("stream.tool_end", encode_held("s", e))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), json_values, max_size=5), st.text())
+def test_any_event_reads_back_equal(payload, source):
+    e = ev(payload)
+    back_source, back = decode_held(encode_held(source, e))
+    assert back_source == source and back.index == e.index and back.type == e.type and back.meta == e.meta
+    assert _same(back.payload, payload)
+
+
+def _same(a, b) -> bool:
+    """Equal values of equal types; NaN is NaN, and -0.0 is not 0.0."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
