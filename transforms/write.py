@@ -113,9 +113,6 @@ def ipc_to_table(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
-_NO_KEY = object()
-
-
 class _BatchRowsFn(beam.DoFn):
     """Rows → `(shard, Arrow IPC bytes)`, per bundle, every `BATCH_ROWS` rows of a shard."""
 
@@ -126,16 +123,9 @@ class _BatchRowsFn(beam.DoFn):
     def start_bundle(self) -> None:
         self._rows: dict[int, list[dict]] = {}
         self._bytes: dict[int, int] = {}
-        # Rows come run by run: the shard of the last sort-key value is kept (one hash a run, not a row).
-        self._first_key = SORT_KEYS[self.table][0]
-        self._last: tuple[Any, int] = (_NO_KEY, 0)
 
     def process(self, row: dict) -> Iterable[tuple[int, bytes]]:
-        key = row.get(self._first_key)
-        last_key, shard = self._last
-        if key != last_key or type(key) is not type(last_key):
-            shard = shard_of(self.table, row, self.shards)
-            self._last = (key, shard)
+        shard = shard_of(self.table, row, self.shards)
         rows = self._rows.get(shard)
         if rows is None:
             rows = self._rows[shard] = []
