@@ -59,6 +59,8 @@ def kept_out_test(value: Any) -> bool:
 
 #: The reading columns of a call that is not read (no value, not `ran`, withheld), in row order.
 _NOT_READ = (None, None, None, None, None, None, None, None, False, False, None, None, False)
+#: The reading columns of a read call whose value is a redaction placeholder.
+_REDACTED = ("unknown", None, None, None, None, None, None, None, False, False, "redacted", "unknown", False)
 #: The `served_*` columns of a structured value (or no value), in row order.
 _NO_SERVED = (None, None, None, None, None)
 _SERVED_KEYS = ("served_kind", "served_values", "served_rest", "served_leaves", "served_words")
@@ -281,7 +283,7 @@ def _reading(
     """The reading columns of a read call, in row order (see `_NOT_READ`)."""
     kept_out = kept_out_test if call.served_under_policy else None
     if kept_out is not None and is_placeholder(value):
-        return ("unknown", None, None, None, None, None, None, None, False, False, "redacted", "unknown", False)
+        return _REDACTED
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)
     bare = reading if _same_door(door, declared) else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
