@@ -15,9 +15,15 @@ PROBE = (
 )
 
 
-def _probe(start: tuple[int, int, int], env_value: str | None = None) -> list[str]:
+def _env() -> dict:
+    """This process's environment without the opt-out."""
     env = dict(os.environ)
     env.pop("FOOTPRINT_AUDIT_GC", None)
+    return env
+
+
+def _probe(start: tuple[int, int, int], env_value: str | None = None) -> list[str]:
+    env = _env()
     if env_value is not None:
         env["FOOTPRINT_AUDIT_GC"] = env_value
     out = subprocess.run(
@@ -48,8 +54,7 @@ JOB = (
 
 
 def test_a_job_runs_with_the_thresholds_its_reading_dofns_set(tmp_path):
-    env = dict(os.environ)
-    env.pop("FOOTPRINT_AUDIT_GC", None)
+    env = _env()
     code = JOB.format(root=str(ROOT), inp=str(ROOT / "examples" / "recordings"), out=str(tmp_path / "out"),
                       decl=str(ROOT / "examples" / "declarations.json"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
