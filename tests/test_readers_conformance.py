@@ -143,19 +143,23 @@ def test_chunks_cover_every_property_case() -> None:
 # the CLI
 
 
-def test_cli_answers_edge_cases_line_by_line() -> None:
-    raw = (DATA / EDGE).read_bytes()
+def _run_cases_cli(stdin: bytes, timeout: int) -> subprocess.CompletedProcess:
+    """`python -m readers.cases` on `stdin`, from the project root."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "readers.cases"],
-        input=raw,
+        input=stdin,
         capture_output=True,
         cwd=ROOT,
         env=env,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+
+
+def test_cli_answers_edge_cases_line_by_line() -> None:
+    proc = _run_cases_cli((DATA / EDGE).read_bytes(), timeout=120)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     assert proc.stderr == b""
     answers = proc.stdout.decode("utf-8", "surrogatepass").split("\n")
@@ -173,16 +177,6 @@ def test_cli_answers_edge_cases_line_by_line() -> None:
 
 def test_cli_skips_blank_lines_and_reads_bare_cases() -> None:
     cases = b'\n{"fn":"isArtifactRef","value":"art_AbCdEfGhIjKlMnOpQrStUv"}\n  \n{"case":{"fn":"rowsAtProblem","rowsAt":"a.b"}}\n'
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-m", "readers.cases"],
-        input=cases,
-        capture_output=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    proc = _run_cases_cli(cases, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     assert proc.stdout.decode("utf-8").splitlines() == ['{"result":true}', '{"result":"nested"}']
