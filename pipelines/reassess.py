@@ -37,7 +37,7 @@ from pathlib import Path
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import join as join_mod
@@ -46,7 +46,7 @@ from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents,
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
-from transforms.write import WriteTable
+from transforms.write import WriteTables
 
 from . import output
 
@@ -119,11 +119,16 @@ def build_pipeline(
     shards: int,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: bool = True,
+    spread: bool = True,
 ) -> None:
-    """Wire the job: read → join → read calls → write (one story, labelled steps)."""
+    """Wire the job: read → join → read calls → write (one story, labelled steps).
+
+    `spread`: hand the input files out to the workers (Create's reshuffle). Off only
+    for the local runner with one worker, where it would move the list for nothing.
+    """
     read = (
         p
-        | "InputFiles" >> beam.Create(files)
+        | "InputFiles" >> beam.Create(files, reshuffle=spread)
         | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress)
     )
     documents = read["documents"]
@@ -146,20 +151,28 @@ def build_pipeline(
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)
 
-    readings | "WriteReadings" >> WriteTable("readings", staging, shards)
-    dead | "WriteDeadLetters" >> WriteTable("dead_letters", staging, 1)
-    runs | "WriteRuns" >> WriteTable("runs", staging, 1)
+    tables = {"readings": readings, "dead_letters": dead, "runs": runs}
+    tables | "WriteTables" >> WriteTables(staging, {"readings": shards})
 
 
-def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | None]:
+def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | None, bool]:
+    """Beam's options, the runner to pin (None: the one `--runner` names) and whether to spread files."""
     options = PipelineOptions(beam_args)
-    runner = None
-    if options.view_as(StandardOptions).runner is None:
-        # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    if options.view_as(StandardOptions).runner is not None:
+        return options, None, True
+    # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-        runner = FnApiRunner()
-    return options, runner
+    workers = options.view_as(DirectOptions).direct_num_workers or 1
+    # The flags parsed once, into values: Beam parses an options object's flags again for
+    # every view it takes (a few hundred per job, about a third of building the pipeline).
+    values = options.get_all_options(drop_default=True)
+    if "--pipeline_type_check" not in beam_args:
+        # The job's graph is fixed and type-checked by its tests (TestPipeline checks
+        # by default); checking it again at each local run costs about 30 ms.
+        values.setdefault("pipeline_type_check", False)
+    options = PipelineOptions([], **values)
+    return options, FnApiRunner(), workers > 1
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -192,11 +205,11 @@ def run(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
         print(f"footprint-audit reassess: {exc}", file=sys.stderr)
         return 2
-    options, runner = _pipeline_options(beam_args)
+    options, runner, spread = _pipeline_options(beam_args)
     if not args.no_progress:
         print(f"footprint-audit reassess: {len(files)} input files, {total / 1e6:,.1f} MB", file=sys.stderr)
     pipeline = beam.Pipeline(runner=runner, options=options)
-    build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes, not args.no_progress)
+    build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes, not args.no_progress, spread)
     result = pipeline.run()
     result.wait_until_finish()
     if local_out:

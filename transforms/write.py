@@ -13,9 +13,10 @@ Rows cross the shuffle in Arrow batches, not one by one: each bundle
 gathers its rows per shard and turns every `BATCH_ROWS` of them into one
 Arrow IPC buffer (the table's schema, lz4), so the shuffle moves a few
 byte strings instead of encoding and decoding every row dict, and the
-writer sorts the shard's batches with Arrow. `WriteTable` takes one
-PCollection of rows or several (a tuple): each is batched where it is made,
-and only the batches are flattened.
+writer sorts the shard's batches with Arrow. `WriteTables` writes several
+tables through ONE `GroupByKey` keyed `(table, shard)`; each table takes
+one PCollection of rows or several (a tuple): each is batched where it is
+made, and only the batches are flattened. `WriteTable` is the one-table case.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from schemas.tables import SORT_KEYS, TABLES
 
 __all__ = [
     "WriteTable",
+    "WriteTables",
     "write_table_file",
     "write_arrow_file",
     "sort_rows",
@@ -114,7 +116,7 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 
 class _BatchRowsFn(beam.DoFn):
-    """Rows → `(shard, Arrow IPC bytes)`, per bundle, every `BATCH_ROWS` rows of a shard."""
+    """Rows of one table → `((table, shard), Arrow IPC bytes)`, per bundle, every `BATCH_ROWS` rows of a shard."""
 
     def __init__(self, table: str, shards: int) -> None:
         self.table = table
@@ -124,7 +126,8 @@ class _BatchRowsFn(beam.DoFn):
         self._rows: dict[int, list[dict]] = {}
         self._bytes: dict[int, int] = {}
 
-    def process(self, row: dict) -> Iterable[tuple[int, bytes]]:
+    def process(self, row: dict) -> tuple:
+        # A tuple, not a generator: nearly every row is only gathered.
         shard = shard_of(self.table, row, self.shards)
         rows = self._rows.get(shard)
         if rows is None:
@@ -136,25 +139,54 @@ class _BatchRowsFn(beam.DoFn):
             self._bytes[shard] += len(raw)
         if len(rows) >= BATCH_ROWS or self._bytes[shard] >= BATCH_BYTES:
             del self._rows[shard]
-            yield shard, rows_to_ipc(self.table, rows)
+            return (((self.table, shard), rows_to_ipc(self.table, rows)),)
+        return ()
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for shard, rows in self._rows.items():
-            yield WindowedValue((shard, rows_to_ipc(self.table, rows)), 0, [GlobalWindow()])
+            yield WindowedValue(((self.table, shard), rows_to_ipc(self.table, rows)), 0, [GlobalWindow()])
         self._rows = {}
 
 
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, table: str, directory: str, shards: int) -> None:
-        self.table = table
+    def __init__(self, directory: str, shards: dict[str, int]) -> None:
         self.directory = directory
         self.shards = shards
 
-    def process(self, item: tuple[int, Iterable[bytes]]) -> Iterable[str]:
-        shard, batches = item
-        path = FileSystems.join(self.directory, self.table, part_name(shard, self.shards))
+    def process(self, item: tuple[tuple[str, int], Iterable[bytes]]) -> Iterable[str]:
+        (table, shard), batches = item
+        path = FileSystems.join(self.directory, table, part_name(shard, self.shards[table]))
         arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
-        yield write_arrow_file(path, sort_arrow(self.table, arrow).combine_chunks())
+        yield write_arrow_file(path, sort_arrow(table, arrow).combine_chunks())
+
+
+class WriteTables(beam.PTransform):
+    """Rows of several tables → Parquet shards under `directory/<table>/`, through one `GroupByKey`;
+    yields the file paths.
+
+    Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them;
+    `shards` gives a table's number of files (1 when not named).
+    """
+
+    def __init__(self, directory: str, shards: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.directory = directory
+        self.shards = dict(shards or {})
+
+    def expand(self, tables: dict[str, Any]) -> beam.PCollection:
+        shards = {table: max(1, self.shards.get(table, 1)) for table in tables}
+        batches = []
+        for table, rows in tables.items():
+            parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+            for i, part in enumerate(parts):
+                label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
+                batches.append(part | label >> beam.ParDo(_BatchRowsFn(table, shards[table])))
+        batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
+        return (
+            batched
+            | "GroupShard" >> beam.GroupByKey()
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, shards))
+        )
 
 
 class WriteTable(beam.PTransform):
@@ -168,17 +200,4 @@ class WriteTable(beam.PTransform):
         self.shards = max(1, shards)
 
     def expand(self, rows: Any) -> beam.PCollection:
-        table, shards = self.table, self.shards
-        parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
-        batches = [
-            part | f"Batch{i}" >> beam.ParDo(_BatchRowsFn(table, shards)) for i, part in enumerate(parts)
-        ]
-        if len(batches) > 1:
-            batched = tuple(batches) | "AllBatches" >> beam.Flatten()
-        else:
-            batched = batches[0]
-        return (
-            batched
-            | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(table, self.directory, shards))
-        )
+        return {self.table: rows} | "Write" >> WriteTables(self.directory, {self.table: self.shards})
