@@ -8,8 +8,6 @@ Emits:   `readings` rows (dicts with every column of `schemas.tables.READINGS`).
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
@@ -36,14 +34,20 @@ class _ReadCallFn(beam.DoFn):
     def setup(self) -> None:
         tune_gc()
         self._n = 0
+        self._counted = 0
         self._ticker = Ticker(PROGRESS_EVERY, self.progress)
 
-    def process(self, call: Call) -> Iterable[dict]:
-        self.readings.inc()
+    def process(self, call: Call) -> tuple[dict]:
+        # A one-row tuple, not a generator, and the counter added up once per bundle:
+        # this runs once per call.
         self._n += 1
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
-        yield reading_row(call, self.declarations.rows_at_for, self.reader_version)
+        return (reading_row(call, self.declarations.rows_at_for, self.reader_version),)
+
+    def finish_bundle(self) -> None:
+        self.readings.inc(self._n - self._counted)
+        self._counted = self._n
 
 
 class ReadCalls(beam.PTransform):
