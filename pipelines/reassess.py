@@ -46,6 +46,7 @@ from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents,
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
 from . import output
@@ -177,6 +178,7 @@ def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | N
 
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (2 for a usage mistake)."""
+    tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
     args, beam_args = _parser().parse_known_args(argv)
     try:
         declarations = load_declarations(args.declarations)

@@ -277,6 +277,7 @@ def _with_java_services(args: argparse.Namespace, beam_args: list[str]) -> list[
 
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake)."""
+    tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
     args, beam_args = _parser().parse_known_args(argv)
     try:
         declarations = load_declarations(args.declarations)

@@ -11,7 +11,7 @@ from helpers import ROOT
 PROBE = (
     "import gc, sys; sys.path.insert(0, {root!r}); gc.set_threshold(*{start!r});"
     "from transforms.worker_gc import tune_gc; first = tune_gc(); second = tune_gc();"
-    "print(first, second, *gc.get_threshold())"
+    "print(first, second, *gc.get_threshold(), gc.get_freeze_count() > 0)"
 )
 
 
@@ -34,15 +34,15 @@ def _probe(start: tuple[int, int, int], env_value: str | None = None) -> list[st
 
 
 def test_thresholds_are_raised_once_per_process():
-    assert _probe((700, 10, 10)) == ["True", "False", "10000", "20", "100"]
+    assert _probe((700, 10, 10)) == ["True", "False", "10000", "20", "100", "True"]
 
 
 def test_higher_thresholds_are_kept():
-    assert _probe((200_000, 50, 500)) == ["True", "False", "200000", "50", "500"]
+    assert _probe((200_000, 50, 500)) == ["True", "False", "200000", "50", "500", "True"]
 
 
 def test_the_environment_can_leave_the_thresholds_alone():
-    assert _probe((700, 10, 10), "default") == ["False", "False", "700", "10", "10"]
+    assert _probe((700, 10, 10), "default") == ["False", "False", "700", "10", "10", "False"]
 
 
 JOB = (
