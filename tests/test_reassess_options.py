@@ -1,0 +1,60 @@
+"""`pipelines.reassess`'s launch settings: which runner, whether files are spread, the type check,
+and the job's counters (added up per bundle) against the tables it wrote."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+from helpers import EXAMPLES, load_table
+from pipelines import reassess
+from pipelines.output import new_staging
+from schemas.declarations import load_declarations
+
+
+def test_the_local_runner_with_one_worker_keeps_files_in_place_and_skips_the_type_check():
+    options, runner, spread = reassess._pipeline_options(["--direct_num_workers=1"])
+    assert isinstance(runner, FnApiRunner)
+    assert spread is False
+    assert options.view_as(DirectOptions).direct_num_workers == 1
+    assert options.view_as(TypeOptions).pipeline_type_check is False
+
+
+def test_several_local_workers_get_the_files_spread():
+    options, runner, spread = reassess._pipeline_options(["--direct_num_workers=2"])
+    assert isinstance(runner, FnApiRunner) and spread is True
+    assert options.view_as(DirectOptions).direct_num_workers == 2
+
+
+def test_the_type_check_can_be_asked_for():
+    options, _runner, _spread = reassess._pipeline_options(["--pipeline_type_check"])
+    assert options.view_as(TypeOptions).pipeline_type_check is True
+
+
+def test_a_named_runner_is_not_pinned_and_its_flags_are_kept_as_given():
+    options, runner, spread = reassess._pipeline_options(["--runner=FlinkRunner", "--flink_master=[local]"])
+    assert runner is None and spread is True
+    assert options.get_all_options()["flink_master"] == "[local]"
+    assert options.view_as(TypeOptions).pipeline_type_check is True
+
+
+def _counter(result, namespace: str, name: str) -> int:
+    found = result.metrics().query(MetricsFilter().with_namespace(namespace).with_name(name))["counters"]
+    return sum(c.committed for c in found)
+
+
+def test_the_counters_match_the_tables(tmp_path):
+    files = sorted(str(p) for p in (EXAMPLES / "recordings").rglob("*") if p.is_file())
+    options, runner, spread = reassess._pipeline_options([])
+    staging = new_staging(str(tmp_path))
+    p = beam.Pipeline(runner=runner, options=options)
+    reassess.build_pipeline(p, files, staging, load_declarations(str(EXAMPLES / "declarations.json")), 1,
+                            progress=False, spread=spread)
+    result = p.run()
+    result.wait_until_finish()
+    readings = load_table(staging, "readings")
+    assert readings, "the examples have calls"
+    assert _counter(result, "read_calls", "readings") == len(readings)
+    assert _counter(result, "read", "files") == len(files)
