@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 from datetime import datetime, timedelta, timezone
 
+import orjson
 import pyarrow as pa
 import pytest
 
@@ -32,7 +33,7 @@ from schemas.declarations import Declarations
 from schemas.events import Event, RunInput
 from schemas.tables import READINGS
 from transforms.calls import join_run
-from transforms.readings import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns
+from transforms.readings import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"
@@ -956,3 +957,25 @@ def test_a_committed_ledger_row_reads_through_a_coverage_envelope():
         ["result", "rows"],
     )
 
+
+
+@pytest.mark.parametrize(
+    "value, safe",
+    [
+        ("plain", "plain"),
+        ("caf\u00e9", "caf\u00e9"),
+        ("lone \ud800 high", "lone \ufffd high"),
+        (["a", "b\u00e9"], ["a", "b\u00e9"]),
+        (["a", "\udc00z"], ["a", "\ufffdz"]),
+        ([], []),
+        ([{"id": "x\ud83d", "n": 1}, "ok"], [{"id": "x\ufffd", "n": 1}, "ok"]),
+        (["\U0001f600"], ["\U0001f600"]),
+        (["\ud83d\ude00"], ["\ufffd\ufffd"]),  # two lone halves in a Python str (JSON text pairs them)
+        ({"k": ["\ud800"]}, {"k": ["\ufffd"]}),
+        (7, 7),
+    ],
+)
+def test_utf8_safe_rewrites_only_lone_surrogates(value, safe):
+    out = utf8_safe(value)
+    assert out == safe
+    assert orjson.dumps(out)  # orjson refuses a lone surrogate: nothing left that UTF-8 cannot hold

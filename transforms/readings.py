@@ -117,19 +117,27 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _fits_utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def utf8_safe(value: Any) -> Any:
     """`value` with lone UTF-16 surrogates (JS strings may hold them; UTF-8 cannot) as U+FFFD."""
     t = type(value)
     if t is str:
-        if value.isascii():
-            return value
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return _SURROGATE.sub("\ufffd", value)
+        return value if _fits_utf8(value) else _SURROGATE.sub("\ufffd", value)
     if t is list:
-        return [utf8_safe(v) for v in value]
+        try:
+            joined = "".join(value)  # a list of strings (leaves, words) is checked in one piece
+        except TypeError:
+            return [utf8_safe(v) for v in value]
+        return value if _fits_utf8(joined) else [utf8_safe(v) for v in value]
     if t is dict:
         return {k: utf8_safe(v) for k, v in value.items()}
     return value
