@@ -13,7 +13,7 @@ Emits:   calls (main), `runs` rows or partial run counts, dead letters.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -124,9 +124,14 @@ class _KeyEventFn(beam.DoFn):
         yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
 
     def finish_bundle(self) -> Iterable[Any]:
-        for key, counts in self._counts.items():
-            yield pvalue.TaggedOutput(COUNTS, WindowedValue((key, counts), 0, [GlobalWindow()]))
+        yield from _bundle_counts(self._counts)
         self._counts = {}
+
+
+def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
+    """A bundle's added-up counts, one `((run_id, source_file), RunCounts)` per key, on `tag`."""
+    for key, c in counts.items():
+        yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, [GlobalWindow()]))
 
 
 class KeyStreamEvents(beam.PTransform):
@@ -145,7 +150,13 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
 
 
 class _JoinCallFn(beam.DoFn):
-    """One `(run_id, call_id)` group → its call occurrences, and its events' counts."""
+    """One `(run_id, call_id)` group → its call occurrences, and its events' counts.
+
+    Counts are added up per bundle and emitted once per `(run, file)` key.
+    """
+
+    def start_bundle(self) -> None:
+        self._counts: dict[tuple, RunCounts] = {}
 
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
         (run_id, call_id), held = item
@@ -164,9 +175,17 @@ class _JoinCallFn(beam.DoFn):
                 ends[call.end_file] = ends.get(call.end_file, 0) + 1
         for source, total in totals.items():
             used = used_by_file.get(source, 0)
-            counts = RunCounts(used=used, not_needed=total - used, tool_calls=ends.get(source, 0))
-            yield pvalue.TaggedOutput(COUNTS, ((run_id, source), counts))
+            c = self._counts.get((run_id, source))
+            if c is None:
+                c = self._counts[(run_id, source)] = RunCounts()
+            c.used += used
+            c.not_needed += total - used
+            c.tool_calls += ends.get(source, 0)
         yield from calls
+
+    def finish_bundle(self) -> Iterable[Any]:
+        yield from _bundle_counts(self._counts)
+        self._counts = {}
 
 
 class JoinEventStream(beam.PTransform):
@@ -191,17 +210,23 @@ class JoinEventStream(beam.PTransform):
         )
 
 
-def _stream_run_row(item: tuple[tuple[str, str], RunCounts]) -> dict:
-    (run_id, source), counts = item
+def _stream_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
+    (run_id, source), parts = item
+    counts = add_counts(parts)
     return run_row(run_id, source, counts.format or "event-stream", counts)
 
 
 class StreamRunRows(beam.PTransform):
-    """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file."""
+    """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file.
+
+    The steps that make counts add them up per bundle first, so the partials are
+    few and one `GroupByKey` gathers them (a lifted combine would add three steps
+    for nothing).
+    """
 
     def expand(self, counts: beam.PCollection) -> beam.PCollection:
         return (
             counts
-            | "AddUpCounts" >> beam.CombinePerKey(add_counts)
+            | "GroupCounts" >> beam.GroupByKey()
             | "RunRow" >> beam.Map(_stream_run_row)
         )

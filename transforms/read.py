@@ -101,6 +101,7 @@ class _ReadFileFn(beam.DoFn):
             return
         fmt, items = opened
         n = 0
+        dead_by_run: dict[str, int] = {}
         for item in items:
             if isinstance(item, Event):
                 n += 1
@@ -109,8 +110,9 @@ class _ReadFileFn(beam.DoFn):
             self.dead.inc()
             yield pvalue.TaggedOutput(DEAD_LETTERS, item.row())
             if item.run_id is not None:
-                counts = RunCounts(events=1, dead_letters=1, format=fmt)
-                yield pvalue.TaggedOutput(COUNTS, ((item.run_id, path), counts))
+                dead_by_run[item.run_id] = dead_by_run.get(item.run_id, 0) + 1
+        for run_id, dead in dead_by_run.items():  # one partial count per run of the file
+            yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
         self.events.inc(n)
         self.progress.add(files=1, events=n, nbytes=_size(path))
 
