@@ -38,6 +38,7 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import join as join_mod
@@ -79,6 +80,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _files_under(folder: str) -> dict[str, int]:
+    """Every file under `folder`, at any depth, with its size: one scan per folder, one stat per file.
+
+    As `Path.rglob`: symlinked files are in, symlinked folders are not walked into.
+    """
+    found: dict[str, int] = {}
+    folders = [folder]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file():
+                    found[entry.path] = entry.stat().st_size
+    return found
+
+
 def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
     """Every input file (path, size) the patterns name, sorted; raises `UsageError` for none."""
     found: dict[str, int] = {}
@@ -86,7 +104,7 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
         matched: dict[str, int] = {}
         if output.is_local(pattern):
             if os.path.isdir(pattern):
-                names = [str(p) for p in sorted(Path(pattern).rglob("*")) if p.is_file()]
+                names = _files_under(str(Path(pattern)))
             elif glob.has_magic(pattern):
                 names = sorted(glob.glob(pattern, recursive=True))
                 if pattern.endswith("**"):
@@ -95,10 +113,10 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
                 names = [pattern]
             else:
                 raise UsageError(f"--input {pattern}: no such file or folder")
-            for m in names:
-                if f"{os.sep}{output.STAGING}{os.sep}" in m:
-                    continue
-                matched[m] = os.path.getsize(m) if os.path.isfile(m) else 0
+            sizes = names if isinstance(names, dict) else {m: os.path.getsize(m) if os.path.isfile(m) else 0 for m in names}
+            for m, size in sizes.items():
+                if f"{os.sep}{output.STAGING}{os.sep}" not in m:
+                    matched[m] = size
         else:
             try:
                 result = FileSystems.match([pattern])[0]
@@ -162,8 +180,6 @@ def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | N
     if options.view_as(StandardOptions).runner is not None:
         return options, None, True
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
     workers = options.view_as(DirectOptions).direct_num_workers or 1
     # The flags parsed once, into values: Beam parses an options object's flags again for
     # every view it takes (a few hundred per job, about a third of building the pipeline).

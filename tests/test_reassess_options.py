@@ -58,3 +58,23 @@ def test_the_counters_match_the_tables(tmp_path):
     assert readings, "the examples have calls"
     assert _counter(result, "read_calls", "readings") == len(readings)
     assert _counter(result, "read", "files") == len(files)
+
+
+def test_a_folder_lists_every_file_at_any_depth_with_its_size(tmp_path, monkeypatch):
+    root = tmp_path / "in"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "deep.json").write_bytes(b"x" * 7)
+    (root / "top.jsonl").write_bytes(b"yy")
+    (root / ".hidden.json").write_bytes(b"")
+    (root / "link.json").symlink_to(root / "top.jsonl")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "not-walked.json").write_bytes(b"z")
+    (root / "linked-folder").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    from pipelines.output import STAGING
+
+    (root / STAGING / "readings").mkdir(parents=True)
+    (root / STAGING / "readings" / "part.parquet").write_bytes(b"p")
+    monkeypatch.chdir(tmp_path)
+    expected = [("in/.hidden.json", 0), ("in/a/b/deep.json", 7), ("in/link.json", 2), ("in/top.jsonl", 2)]
+    assert reassess.expand_inputs(["./in"]) == expected
+    assert reassess.expand_inputs(["in/"]) == expected
