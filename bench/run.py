@@ -231,6 +231,19 @@ def worker_main(argv: list[str]) -> int:
 # --------------------------------------------------------------------------
 
 
+def _keep_off(cpu: int) -> int | None:
+    """Pin this process (the harness, which samples the worker's memory every 20 ms) to a CPU other
+    than the measured one, so that it never shares the worker's core; the CPU it took, or None."""
+    try:
+        others = sorted(os.sched_getaffinity(0) - {cpu})
+        if not others:
+            return None
+        os.sched_setaffinity(0, {others[0]})
+        return others[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def spawn(kind: str, cpu: int, **kw: Any) -> dict:
     """Run one worker pinned to `cpu`; its JSON result plus `peak_rss` (bytes, process tree)."""
     import psutil
@@ -238,11 +251,15 @@ def spawn(kind: str, cpu: int, **kw: Any) -> dict:
     cmd = [sys.executable, "-m", "bench.run", "--worker", kind]
     for k, v in kw.items():
         cmd += [f"--{k}", str(v)]
+    pin = None
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu)] + cmd
+    elif hasattr(os, "sched_setaffinity"):
+        def pin() -> None:
+            os.sched_setaffinity(0, {cpu})
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pin)
     peak = 0
     ps = psutil.Process(proc.pid)
     while proc.poll() is None:
@@ -393,7 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     size = parse_size(args.size)
     table = Table()
     results: dict[str, Any] = {}
-    print(f"python {sys.version.split()[0]}, pinned to CPU {args.cpu}, median of {args.runs} runs", file=sys.stderr)
+    harness = _keep_off(args.cpu)
+    print(f"python {sys.version.split()[0]}, pinned to CPU {args.cpu}, median of {args.runs} runs"
+          f"{f', the harness on CPU {harness}' if harness is not None else ''}", file=sys.stderr)
 
     if "readers" in only:
         rs = [spawn("readers", args.cpu, n=args.readers_n) for _ in range(args.runs)]
