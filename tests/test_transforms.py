@@ -75,8 +75,8 @@ def test_join_recording_runs_joins_in_place_and_counts_the_run():
     with pipeline() as p:
         out = p | beam.Create([SourceFile("f.json", "events-array", runs=[run])]) | JoinRecordingRuns()
         assert_that(
-            out["calls"] | "Keys" >> beam.Map(lambda c: (c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name)),
-            equal_to([("run-1", "c1", 1, "ran", "list_hosts")]),
+            out["calls"] | "Keys" >> beam.Map(lambda calls: [(c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name) for c in calls]),
+            equal_to([[("run-1", "c1", 1, "ran", "list_hosts")]]),  # one tuple per run
             label="calls",
         )
         assert_that(
@@ -103,8 +103,8 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
         keyed = p | beam.Create(items) | KeyStreamEvents()
         joined = keyed[join_mod.KEYED] | JoinEventStream(keyed[join_mod.FACTS])
         assert_that(
-            joined["calls"] | "C" >> beam.Map(lambda c: (c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration)),
-            equal_to([("c1", 1, "ran", True, "b.jsonl", 1)]),
+            joined["calls"] | "C" >> beam.Map(lambda calls: [(c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration) for c in calls]),
+            equal_to([[("c1", 1, "ran", True, "b.jsonl", 1)]]),  # one tuple per call id
             label="calls",
         )
         rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | StreamRunRows()
@@ -120,7 +120,7 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
         )
 
 
-def test_read_calls_reads_each_call_with_the_declared_rows_key():
+def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
     run = RunInput(
         "run-1",
         "f.json",
@@ -134,11 +134,16 @@ def test_read_calls_reads_each_call_with_the_declared_rows_key():
 
     calls = join_run(run).calls
     decl = Declarations(rows_at={"list_hosts": "hosts"})
+    other = ev(3, "stream.tool_end", "c2", result=[])
+    lone = join_run(RunInput("run-1", "g.json", "events-array", events=[other])).calls[0]
     with pipeline() as p:
-        rows = p | beam.Create(calls) | ReadCalls(decl, reader_version="test")
+        lists = p | beam.Create([tuple(calls), lone]) | ReadCalls(decl, reader_version="test")
         assert_that(
-            rows | beam.Map(lambda r: (r["emptiness"], r["rows"], r["rows_source"], r["rows_at"], r["counted_at"], r["reader_version"])),
-            equal_to([("non-empty", 3, "app", "hosts", ["hosts"], "test")]),
+            lists | beam.Map(lambda rows: [(r["tool_call_id"], r["emptiness"], r["rows"], r["rows_source"], r["rows_at"], r["counted_at"], r["reader_version"]) for r in rows]),
+            equal_to([
+                [("c1", "non-empty", 3, "app", "hosts", ["hosts"], "test")],  # a group: a list of its rows
+                [("c2", "undeclared-empty", 0, "library", None, [], "test")],  # a lone call: a list of one
+            ]),
         )
 
 

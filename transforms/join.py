@@ -8,7 +8,9 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
          (`transforms.held`), not pickled.
-Emits:   calls (main), `runs` rows or partial run counts, dead letters.
+Emits:   calls (main) in groups: one tuple per run (recordings) or per call id
+         (streams), so that reading and batching them costs one element per
+         group, not per call; `runs` rows or partial run counts, dead letters.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ KEYED = "keyed"
 
 
 class _JoinDocumentFn(beam.DoFn):
-    """One recording file's runs → calls, its `runs` rows and the join's dead letters."""
+    """One recording file's runs → each run's calls (a tuple), its `runs` row and the join's dead letters."""
 
     def __init__(self) -> None:
         self.calls = Metrics.counter("join", "calls")
@@ -73,13 +75,15 @@ class _JoinDocumentFn(beam.DoFn):
                 yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
             ended = sum(1 for c in joined.calls if c.end is not None)
             yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, ended))
-            yield from joined.calls
+            if joined.calls:
+                yield tuple(joined.calls)
         for dl in source.dead_letters:
             yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
 
 
 class JoinRecordingRuns(beam.PTransform):
-    """`SourceFile`s of recording documents → calls (main), `runs` rows, dead-letter rows."""
+    """`SourceFile`s of recording documents → calls (main: one tuple per run, in order), `runs` rows,
+    dead-letter rows."""
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
         return files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(
@@ -150,7 +154,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
 
 
 class _JoinCallFn(beam.DoFn):
-    """One `(run_id, call_id)` group → its call occurrences, and its events' counts.
+    """One `(run_id, call_id)` group → its call occurrences (one tuple), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
     """
@@ -181,7 +185,8 @@ class _JoinCallFn(beam.DoFn):
             c.used += used
             c.not_needed += total - used
             c.tool_calls += ends.get(source, 0)
-        yield from calls
+        if calls:
+            yield tuple(calls)
 
     def finish_bundle(self) -> Iterable[Any]:
         yield from _bundle_counts(self._counts)
@@ -189,7 +194,7 @@ class _JoinCallFn(beam.DoFn):
 
 
 class JoinEventStream(beam.PTransform):
-    """Keyed stream events + run facts → calls (main) and partial counts (`COUNTS`)."""
+    """Keyed stream events + run facts → calls (main: one tuple per call id) and partial counts (`COUNTS`)."""
 
     def __init__(self, facts: beam.PCollection) -> None:
         super().__init__()

@@ -3,7 +3,12 @@
 Pattern: one composite `PTransform` around `transforms.readings.reading_row`.
 Role:    the only step that asks `readers/`; the declarations (each tool's
          `rowsAt`) are handed in once, never read from events.
-Emits:   `readings` rows (dicts with every column of `schemas.tables.READINGS`).
+Takes:   calls in groups, as the joins make them (a tuple per run or per call
+         id); a lone `Call` is a group of one.
+Emits:   per group, one list of `readings` rows (dicts with every column of
+         `schemas.tables.READINGS`), in the group's order: the writer takes
+         lists of rows, and a row per element would cost Beam's per-element
+         work twice more per call.
 """
 
 from __future__ import annotations
@@ -37,13 +42,15 @@ class _ReadCallFn(beam.DoFn):
         self._counted = 0
         self._ticker = Ticker(PROGRESS_EVERY, self.progress)
 
-    def process(self, call: Call) -> tuple[dict]:
-        # A one-row tuple, not a generator, and the counter added up once per bundle:
-        # this runs once per call.
-        self._n += 1
+    def process(self, calls: tuple[Call, ...] | Call) -> tuple[list[dict]]:
+        # One list per group, and the counter added up once per bundle.
+        if type(calls) is not tuple:
+            calls = (calls,)
+        self._n += len(calls)
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
-        return (reading_row(call, self.declarations.rows_at_for, self.reader_version),)
+        rows_at_for, version = self.declarations.rows_at_for, self.reader_version
+        return ([reading_row(call, rows_at_for, version) for call in calls],)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)
@@ -51,7 +58,7 @@ class _ReadCallFn(beam.DoFn):
 
 
 class ReadCalls(beam.PTransform):
-    """Calls → one `readings` row each."""
+    """Groups of calls → one list of `readings` rows per group (a row per call, in order)."""
 
     def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION, progress: bool = False) -> None:
         super().__init__()

@@ -116,7 +116,8 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 
 class _BatchRowsFn(beam.DoFn):
-    """Rows of one table → `((table, shard), Arrow IPC bytes)`, per bundle, every `BATCH_ROWS` rows of a shard."""
+    """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`,
+    per bundle, every `BATCH_ROWS` rows of a shard."""
 
     def __init__(self, table: str, shards: int) -> None:
         self.table = table
@@ -126,21 +127,23 @@ class _BatchRowsFn(beam.DoFn):
         self._rows: dict[int, list[dict]] = {}
         self._bytes: dict[int, int] = {}
 
-    def process(self, row: dict) -> tuple:
-        # A tuple, not a generator: nearly every row is only gathered.
-        shard = shard_of(self.table, row, self.shards)
-        rows = self._rows.get(shard)
-        if rows is None:
-            rows = self._rows[shard] = []
-            self._bytes[shard] = 0
-        rows.append(row)
-        raw = row.get("raw")
-        if raw is not None:
-            self._bytes[shard] += len(raw)
-        if len(rows) >= BATCH_ROWS or self._bytes[shard] >= BATCH_BYTES:
-            del self._rows[shard]
-            return (((self.table, shard), rows_to_ipc(self.table, rows)),)
-        return ()
+    def process(self, item: dict | list[dict]) -> list:
+        # A list, not a generator: nearly every row is only gathered.
+        out: list = []
+        for row in item if type(item) is list else (item,):
+            shard = shard_of(self.table, row, self.shards)
+            rows = self._rows.get(shard)
+            if rows is None:
+                rows = self._rows[shard] = []
+                self._bytes[shard] = 0
+            rows.append(row)
+            raw = row.get("raw")
+            if raw is not None:
+                self._bytes[shard] += len(raw)
+            if len(rows) >= BATCH_ROWS or self._bytes[shard] >= BATCH_BYTES:
+                del self._rows[shard]
+                out.append(((self.table, shard), rows_to_ipc(self.table, rows)))
+        return out
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for shard, rows in self._rows.items():
@@ -164,8 +167,8 @@ class WriteTables(beam.PTransform):
     """Rows of several tables → Parquet shards under `directory/<table>/`, through one `GroupByKey`;
     yields the file paths.
 
-    Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them;
-    `shards` gives a table's number of files (1 when not named).
+    Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them, each
+    element a row or a list of rows; `shards` gives a table's number of files (1 when not named).
     """
 
     def __init__(self, directory: str, shards: dict[str, int] | None = None) -> None:
