@@ -721,3 +721,41 @@ def test_a_stream_reads_the_same_peeked_or_not(packing, size):
         outs.append(head + rest if taken else rest)
         assert head == data[: len(head)]
     assert outs[0] == outs[1] == data
+
+
+# ---------------------------------------------------------------- read whole or streamed: one answer
+
+
+def _every_input_shape(tmp_path: Path) -> list[Path]:
+    """The bundled examples and fixtures, and the edge shapes the two ways of opening treat apart."""
+    root = Path(__file__).parent.parent
+    files = sorted(p for p in (root / "examples" / "recordings").rglob("*") if p.is_file())
+    files += sorted(FIXTURES.glob("*.json"))
+    long_first = orjson.dumps(event("r-long", note="x" * (HEAD_BYTES + 10))) + b"\n" + orjson.dumps(event("r-long")) + b"\n"
+    shapes = {
+        "empty.json": b"",
+        "blank.json": b"  \n\t\n",
+        "bom.json": b"\xef\xbb\xbf" + orjson.dumps([event("r-bom")]),
+        "long-first-line.txt": long_first,
+        "not-json.json": b"{oops",
+        "lines.jsonl": b"\n".join(orjson.dumps(event("r-l", call=f"c{i}")) for i in range(5)),
+        "capture.sse": b"event: x\ndata: " + orjson.dumps(event("r-s")) + b"\n\n",
+        "doc.json.gz": gzip.compress(orjson.dumps([event("r-gz")])),
+        "lines.jsonl.zst": zstandard.ZstdCompressor().compress(orjson.dumps(event("r-zst")) + b"\n"),
+    }
+    for name, data in shapes.items():
+        (tmp_path / name).write_bytes(data)
+        files.append(tmp_path / name)
+    return files
+
+
+def test_a_small_file_read_whole_gives_what_the_stream_gives(tmp_path, monkeypatch):
+    import transforms.sources as sources
+
+    files = _every_input_shape(tmp_path)
+    whole = [read_source(str(p)) for p in files]
+    monkeypatch.setattr(sources, "WHOLE_FILE_BYTES", -1)  # every file streamed
+    streamed = [read_source(str(p)) for p in files]
+    for path, a, b in zip(files, whole, streamed):
+        assert a == b, path.name
+    assert sum(len(s.runs) for s in whole) > 20

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterable, Iterator
@@ -963,10 +965,21 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
     """One input file, opened and sniffed: a `SourceFile` for a document (or a failed file),
     or `(format, items)` for a JSON Lines / SSE file, whose events are streamed as they are read.
 
-    Never raises for bad input: failures are dead letters.
+    A small local file that is not compressed is read whole, in one call; any other
+    file is streamed (and decompressed) as it is read. Never raises for bad input:
+    failures are dead letters.
     """
+    whole = _whole_local_file(path)
+    if whole is not None and not whole.startswith((GZIP_MAGIC, ZSTD_MAGIC)):
+        fmt = _sniffed(path, whole[:HEAD_BYTES])
+        if isinstance(fmt, SourceFile):
+            return fmt
+        if fmt in LINE_FORMATS:
+            lines = io.BytesIO(whole)
+            return fmt, _closing(lines, _line_items(path, lines, fmt, max_event_bytes))
+        return _document_source(path, whole, max_event_bytes)
     try:
-        stream = open_stream(path)
+        stream = open_stream(path) if whole is None else _decompressing(io.BytesIO(whole))
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
@@ -974,10 +987,10 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
     except _READ_ERRORS as exc:
         stream.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
-    if len(head) < HEAD_BYTES and not _strip_bom(head).strip():
+    fmt = _sniffed(path, head)
+    if isinstance(fmt, SourceFile):
         stream.close()
-        return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
-    fmt = sniff_format(head, path)
+        return fmt
     if fmt in LINE_FORMATS:
         rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20) if taken else stream
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
@@ -987,11 +1000,44 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     finally:
         stream.close()
+    return _document_source(path, data, max_event_bytes)
+
+
+#: Local files up to this size are read whole, in one call (no stream buffer, one copy).
+WHOLE_FILE_BYTES = 16 << 20
+
+
+def _whole_local_file(path: str) -> bytes | None:
+    """The bytes of a local regular file of at most `WHOLE_FILE_BYTES`, read in one call; None for
+    anything else (remote, larger, not a regular file, not openable), which is streamed instead
+    and whose errors the streaming path reports."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if FileSystems.get_scheme(path) is not None:
+        return None
+    try:
+        with open(path, "rb", buffering=0) as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > WHOLE_FILE_BYTES:
+                return None
+            return f.readall()
+    except OSError:
+        return None
+
+
+def _sniffed(path: str, head: bytes) -> str | None | SourceFile:
+    """The file's format as `sniff_format` tells it from its head; a failed `SourceFile` when it is blank."""
+    if len(head) < HEAD_BYTES and not _strip_bom(head).strip():
+        return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
+    return sniff_format(head, path)
+
+
+def _document_source(path: str, data: bytes, max_event_bytes: int) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
+    """A whole document's `SourceFile`, or JSON Lines after all (a first line longer than the sniffed head)."""
     source = _parse_document(path, data, max_event_bytes, utf8_safe=True)
     if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
-        # JSON Lines whose first line was longer than the sniffed head.
-        stream2 = io.BytesIO(data)
-        return FORMAT_EVENT_STREAM, _line_items(path, stream2, FORMAT_EVENT_STREAM, max_event_bytes)
+        lines = io.BytesIO(data)
+        return FORMAT_EVENT_STREAM, _line_items(path, lines, FORMAT_EVENT_STREAM, max_event_bytes)
     return source
 
 
