@@ -256,6 +256,26 @@ def test_ended_at_is_the_tool_end_wall_clock_as_utc():
     assert ended.utcoffset() == timedelta(0)
 
 
+@pytest.mark.parametrize(
+    "wall, expected",
+    [
+        (1790361933582, datetime(2026, 9, 25, 18, 45, 33, 582000, tzinfo=timezone.utc)),
+        (1790361933582.9, datetime(2026, 9, 25, 18, 45, 33, 582000, tzinfo=timezone.utc)),  # whole ms, toward zero
+        (-1, datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)),
+        (-62135596800000, datetime(1, 1, 1, tzinfo=timezone.utc)),  # the first instant a row holds
+        (253402300799999, datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)),  # the last
+        (-62135596800001, None),
+        (253402300800000, None),
+        (2**70, None),
+        (float("inf"), None),
+    ],
+)
+def test_ended_at_holds_whole_milliseconds_from_year_1_to_9999(wall, expected):
+    rec = Recorder()
+    rec.end(result=[], meta={"wallClockMs": wall})
+    assert row_of(rec)["ended_at"] == expected
+
+
 @pytest.mark.parametrize("wall", [None, "1790361933582", float("nan"), True])
 def test_ended_at_is_null_without_a_numeric_wall_clock(wall):
     rec = Recorder()

@@ -105,6 +105,8 @@ _MAX_MS = 253402300799999
 
 
 def _timestamp(ms: Any) -> datetime | None:
+    if type(ms) is int:  # the usual wall clock: whole milliseconds
+        return _EPOCH + timedelta(0, 0, 0, ms) if _MIN_MS <= ms <= _MAX_MS else None
     if not is_js_number(ms):
         return None
     f = float(ms)
