@@ -97,6 +97,16 @@ def _files_under(folder: str) -> dict[str, int]:
     return found
 
 
+def _matching(pattern: str) -> list[str]:
+    """The local paths a glob (or one path) names; raises `UsageError` when a plain path does not exist."""
+    if glob.has_magic(pattern):
+        names = glob.glob(pattern, recursive=True)
+        return [m for m in names if not os.path.isdir(m)] if pattern.endswith("**") else names
+    if os.path.exists(pattern):
+        return [pattern]
+    raise UsageError(f"--input {pattern}: no such file or folder")
+
+
 def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
     """Every input file (path, size) the patterns name, sorted; raises `UsageError` for none."""
     found: dict[str, int] = {}
@@ -104,16 +114,9 @@ def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
         matched: dict[str, int] = {}
         if output.is_local(pattern):
             if os.path.isdir(pattern):
-                names = _files_under(str(Path(pattern)))
-            elif glob.has_magic(pattern):
-                names = sorted(glob.glob(pattern, recursive=True))
-                if pattern.endswith("**"):
-                    names = [m for m in names if not os.path.isdir(m)]
-            elif os.path.exists(pattern):
-                names = [pattern]
+                sizes = _files_under(str(Path(pattern)))
             else:
-                raise UsageError(f"--input {pattern}: no such file or folder")
-            sizes = names if isinstance(names, dict) else {m: os.path.getsize(m) if os.path.isfile(m) else 0 for m in names}
+                sizes = {m: os.path.getsize(m) if os.path.isfile(m) else 0 for m in _matching(pattern)}
             for m, size in sizes.items():
                 if f"{os.sep}{output.STAGING}{os.sep}" not in m:
                     matched[m] = size
