@@ -47,8 +47,8 @@ from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 from transforms import sources
 from transforms.accounting import RunCounts, add_counts, run_row
 from transforms.calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
-from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from transforms.held import hold
+from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from transforms.stream_join import StatefulCallJoin
 from transforms.stream_write import WriteWindowedTable
 from transforms.worker_gc import tune_gc

@@ -40,7 +40,7 @@ from transforms.calls import (
     committed_state_calls,
     join_call_events,
     join_run,
-    run_facts_of,
+    run_facts_from,
     tool_bytes_of,
 )
 
@@ -820,28 +820,28 @@ def test_withheld_by_is_only_for_a_call_that_ran():
 # --------------------------------------------------------------------------- run facts
 
 
-def test_run_facts_of_a_plain_run():
+def test_run_facts_from_a_plain_run():
     rec = Recorder()
     rec("agent.turn_start")
     rec("agent.turn_end")
-    facts = run_facts_of(rec.events, None, FILE)
+    facts = run_facts_from([(FILE, ev) for ev in rec.events], None)
     assert facts == RunFacts(resumed_leg=False, paused_call_id=None, loose_permission_checks=())
 
 
-def test_run_facts_of_a_resumed_leg_with_a_paused_call_and_loose_permission_checks():
+def test_run_facts_from_a_resumed_leg_with_a_paused_call_and_loose_permission_checks():
     rec = Recorder()
     rec("pause.resume")
     rec("agent.turn_start")
     rec.permission("lookup", "deny")
     rec.permission("lookup", "deny", cid="c1")  # carries an id: not loose
-    facts = run_facts_of(rec.events, snapshot(paused="c7"), FILE)
+    facts = run_facts_from([(FILE, ev) for ev in rec.events], snapshot(paused="c7"))
     assert facts.resumed_leg is True
     assert facts.paused_call_id == "c7"
     assert facts.loose_permission_checks == ((FILE, 2, "lookup", "deny"),)
 
 
 def test_an_empty_paused_tool_call_id_is_no_paused_call():
-    assert run_facts_of([], snapshot(paused=""), FILE).paused_call_id is None
+    assert run_facts_from([], snapshot(paused="")).paused_call_id is None
 
 
 # --------------------------------------------------------------------------- value and door

@@ -34,6 +34,7 @@ from schemas.events import (
     PLACEHOLDERS,
     REASON_MISSING_CALL_ID,
     REASON_REDACTED_CALL_ID,
+    RUN_EVENT_TYPES,
     TOOL_END,
     TOOL_START,
     TOOLS_ABSENT,
@@ -52,7 +53,6 @@ __all__ = [
     "JoinedRun",
     "join_run",
     "join_call_events",
-    "run_facts_of",
     "run_facts_from",
     "committed_state_calls",
     "is_placeholder",
@@ -69,7 +69,7 @@ DOOR_VALUE = "value"
 #: Types that must carry a call id to be joined (a bracket or a declaration; every `tools.*`).
 _NEEDS_CALL_ID = frozenset({TOOL_START, TOOL_END, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS})
 #: Types `run_facts_from` reads (the rest of a run's events do not change its facts).
-_FACT_TYPES = frozenset({PAUSE_RESUME, TURN_START, TURN_END, PERMISSION_CHECK})
+_FACT_TYPES = RUN_EVENT_TYPES | {PERMISSION_CHECK}
 
 
 def is_placeholder(value: Any) -> bool:
@@ -161,11 +161,6 @@ def _int_or_none(v: Any) -> int | None:
 
 def _str_or_none(v: Any) -> str | None:
     return v if type(v) is str else None
-
-
-def run_facts_of(events: Iterable[Event], snapshot: dict | None, source_file: str = "") -> RunFacts:
-    """The run-level facts of one leg read whole from one file (READINGS.md §2 step 4)."""
-    return run_facts_from(((source_file, ev) for ev in events), snapshot)
 
 
 def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = None) -> RunFacts:
