@@ -78,7 +78,7 @@ def _add(counts: dict, key: tuple, part: RunCounts) -> None:
 def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
     """Read, join, read calls and write the three tables under `out`; returns counts."""
-    tune_gc()  # as the job's reading DoFns do in their setup
+    tune_gc()  # as the job does when it starts (and its reading DoFns in their setup)
     rows_at_for = declarations.rows_at_for
     readings: list[dict] = []
     dead: list[dict] = []

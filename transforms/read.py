@@ -96,7 +96,7 @@ class _ReadFileFn(beam.DoFn):
         if isinstance(opened, SourceFile):
             n = sum(len(r.events) for r in opened.runs)
             self.events.inc(n)
-            self.progress.add(files=1, events=n, nbytes=_size(path))
+            self.progress.add(files=1, events=n, nbytes=self._size(path))
             yield opened
             return
         fmt, items = opened
@@ -114,15 +114,16 @@ class _ReadFileFn(beam.DoFn):
         for run_id, dead in dead_by_run.items():  # one partial count per run of the file
             yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
         self.events.inc(n)
-        self.progress.add(files=1, events=n, nbytes=_size(path))
+        self.progress.add(files=1, events=n, nbytes=self._size(path))
 
-
-def _size(path: str) -> int:
-    """The file's size for progress lines (0 when it cannot be told cheaply)."""
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    def _size(self, path: str) -> int:
+        """The file's size for progress lines (0 when it cannot be told cheaply, or no line is printed)."""
+        if not self.progress_enabled:
+            return 0
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
 
 
 class ReadInputFiles(beam.PTransform):
