@@ -8,7 +8,7 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
          (`transforms.held`), not pickled.
-Emits:   calls (main) in groups: one tuple per run (recordings) or per call id
+Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
          (streams), so that reading and batching them costs one element per
          group, not per call; `runs` rows or partial run counts, dead letters.
 """
@@ -36,6 +36,7 @@ from .calls import (
     join_run,
     run_facts_from,
 )
+from .elements import CallGroup, typed
 from .held import decode_held, encode_held
 
 __all__ = [
@@ -58,7 +59,7 @@ KEYED = "keyed"
 
 
 class _JoinDocumentFn(beam.DoFn):
-    """One recording file's runs → each run's calls (a tuple), its `runs` row and the join's dead letters."""
+    """One recording file's runs → each run's calls (a `CallGroup`), its `runs` row and the join's dead letters."""
 
     def __init__(self) -> None:
         self.calls = Metrics.counter("join", "calls")
@@ -76,19 +77,19 @@ class _JoinDocumentFn(beam.DoFn):
             ended = sum(1 for c in joined.calls if c.end is not None)
             yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, ended))
             if joined.calls:
-                yield tuple(joined.calls)
+                yield CallGroup(joined.calls)
         for dl in source.dead_letters:
             yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
 
 
 class JoinRecordingRuns(beam.PTransform):
-    """`SourceFile`s of recording documents → calls (main: one tuple per run, in order), `runs` rows,
+    """`SourceFile`s of recording documents → calls (main: one `CallGroup` per run, in order), `runs` rows,
     dead-letter rows."""
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(
-            RUNS, DEAD_LETTERS, main="calls"
-        )
+        outputs = files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(RUNS, DEAD_LETTERS, main="calls")
+        typed(outputs["calls"], CallGroup)
+        return outputs
 
 
 class _KeyEventFn(beam.DoFn):
@@ -154,7 +155,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
 
 
 class _JoinCallFn(beam.DoFn):
-    """One `(run_id, call_id)` group → its call occurrences (one tuple), and its events' counts.
+    """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
     """
@@ -186,7 +187,7 @@ class _JoinCallFn(beam.DoFn):
             c.not_needed += total - used
             c.tool_calls += ends.get(source, 0)
         if calls:
-            yield tuple(calls)
+            yield CallGroup(calls)
 
     def finish_bundle(self) -> Iterable[Any]:
         yield from _bundle_counts(self._counts)
@@ -206,13 +207,15 @@ class JoinEventStream(beam.PTransform):
             | "GroupRunFacts" >> beam.GroupByKey()
             | "RunFacts" >> beam.Map(_run_facts)
         )
-        return (
+        outputs = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()
             | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts)).with_outputs(
                 COUNTS, main="calls"
             )
         )
+        typed(outputs["calls"], CallGroup)
+        return outputs
 
 
 def _stream_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:

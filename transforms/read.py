@@ -25,6 +25,7 @@ from schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
+from .elements import typed
 from .worker_gc import tune_gc
 
 __all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
@@ -136,7 +137,9 @@ class ReadInputFiles(beam.PTransform):
         self.progress = progress
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return paths | "ReadEachFile" >> beam.ParDo(
+        outputs = paths | "ReadEachFile" >> beam.ParDo(
             _ReadFileFn(self.max_event_bytes, self.total_files, self.progress)
         ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
+        typed(outputs["documents"], SourceFile)
+        return outputs
 

@@ -3,10 +3,10 @@
 Pattern: one composite `PTransform` around `transforms.readings.reading_row`.
 Role:    the only step that asks `readers/`; the declarations (each tool's
          `rowsAt`) are handed in once, never read from events.
-Takes:   calls in groups, as the joins make them (a tuple per run or per call
+Takes:   calls in groups, as the joins make them (a `CallGroup` per run or per call
          id); a lone `Call` is a group of one.
-Emits:   per group, one list of `readings` rows (dicts with every column of
-         `schemas.tables.READINGS`), in the group's order: the writer takes
+Emits:   per group, one list of `readings` rows (`ReadingRows`: dicts with every
+         column of `schemas.tables.READINGS`), in the group's order: the writer takes
          lists of rows, and a row per element would cost Beam's per-element
          work twice more per call.
 """
@@ -19,6 +19,7 @@ from apache_beam.metrics import Metrics
 from schemas.declarations import Declarations
 
 from .calls import Call
+from .elements import CallGroup, ReadingRows, typed
 from .read import Ticker
 from .readings import READER_VERSION, reading_row
 from .worker_gc import tune_gc
@@ -42,15 +43,15 @@ class _ReadCallFn(beam.DoFn):
         self._counted = 0
         self._ticker = Ticker(PROGRESS_EVERY, self.progress)
 
-    def process(self, calls: tuple[Call, ...] | Call) -> tuple[list[dict]]:
+    def process(self, calls: CallGroup | Call) -> tuple[ReadingRows]:
         # One list per group, and the counter added up once per bundle.
-        if type(calls) is not tuple:
+        if type(calls) is Call:
             calls = (calls,)
         self._n += len(calls)
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
         rows_at_for, version = self.declarations.rows_at_for, self.reader_version
-        return ([reading_row(call, rows_at_for, version) for call in calls],)
+        return (ReadingRows([reading_row(call, rows_at_for, version) for call in calls]),)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)
@@ -67,4 +68,6 @@ class ReadCalls(beam.PTransform):
         self.progress = progress
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
-        return calls | "ReadEachCall" >> beam.ParDo(_ReadCallFn(self.declarations, self.reader_version, self.progress))
+        read = _ReadCallFn(self.declarations, self.reader_version, self.progress)
+        rows = calls | "ReadEachCall" >> beam.ParDo(read)
+        return typed(rows, ReadingRows)

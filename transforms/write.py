@@ -127,10 +127,10 @@ class _BatchRowsFn(beam.DoFn):
         self._rows: dict[int, list[dict]] = {}
         self._bytes: dict[int, int] = {}
 
-    def process(self, item: dict | list[dict]) -> list:
+    def process(self, item: dict | list) -> list:
         # A list, not a generator: nearly every row is only gathered.
         out: list = []
-        for row in item if type(item) is list else (item,):
+        for row in (item,) if type(item) is dict else item:
             shard = shard_of(self.table, row, self.shards)
             rows = self._rows.get(shard)
             if rows is None:
