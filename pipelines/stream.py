@@ -47,6 +47,7 @@ from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 from transforms import sources
 from transforms.accounting import RunCounts, add_counts, run_row
 from transforms.calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
+from transforms.dofn_base import ArgsOnceDoFn
 from transforms.held import hold
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from transforms.stream_join import StatefulCallJoin
@@ -101,7 +102,7 @@ def _fallback(ms: Any) -> float:
     return float(ms) / 1000 if is_js_number(ms) and ms >= 0 else 0.0
 
 
-class _ReadFilesAsStreamFn(beam.DoFn):
+class _ReadFilesAsStreamFn(ArgsOnceDoFn):
     """`file://` replay: each file's events, at their event times."""
 
     def __init__(self, max_event_bytes: int) -> None:
@@ -122,7 +123,7 @@ class _ReadFilesAsStreamFn(beam.DoFn):
             yield _timestamped(path, item)
 
 
-class _ParseMessageFn(beam.DoFn):
+class _ParseMessageFn(ArgsOnceDoFn):
     """A Kafka record / Pub/Sub message `(source, index, bytes, time_ms)` → a timestamped event or dead letter."""
 
     def __init__(self, max_event_bytes: int) -> None:
@@ -137,7 +138,7 @@ class _ParseMessageFn(beam.DoFn):
         yield _timestamped(source, item, time_ms)
 
 
-class _ClassifyFn(beam.DoFn):
+class _ClassifyFn(ArgsOnceDoFn):
     """A timestamped event → keyed call event, dead letter, and its run's partial counts."""
 
     def process(self, element: Any) -> Iterable[Any]:

@@ -36,6 +36,7 @@ from .calls import (
     join_run,
     run_facts_from,
 )
+from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, typed
 from .held import decode_held, encode_held
 
@@ -58,7 +59,7 @@ FACTS = "facts"
 KEYED = "keyed"
 
 
-class _JoinDocumentFn(beam.DoFn):
+class _JoinDocumentFn(ArgsOnceDoFn):
     """One recording file's runs → each run's calls (a `CallGroup`), its `runs` row and the join's dead letters."""
 
     def __init__(self) -> None:
@@ -92,7 +93,7 @@ class JoinRecordingRuns(beam.PTransform):
         return outputs
 
 
-class _KeyEventFn(beam.DoFn):
+class _KeyEventFn(ArgsOnceDoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -154,7 +155,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     return run_id, run_facts_from(map(decode_held, held))
 
 
-class _JoinCallFn(beam.DoFn):
+class _JoinCallFn(ArgsOnceDoFn):
     """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.

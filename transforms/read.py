@@ -25,6 +25,7 @@ from schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
+from .dofn_base import ArgsOnceDoFn
 from .elements import typed
 from .worker_gc import tune_gc
 
@@ -78,7 +79,7 @@ class Progress:
             )
 
 
-class _ReadFileFn(beam.DoFn):
+class _ReadFileFn(ArgsOnceDoFn):
     def __init__(self, max_event_bytes: int, total_files: int, progress: bool) -> None:
         self.max_event_bytes = max_event_bytes
         self.total_files = total_files

@@ -19,6 +19,7 @@ from apache_beam.metrics import Metrics
 from schemas.declarations import Declarations
 
 from .calls import Call
+from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, ReadingRows, typed
 from .read import Ticker
 from .readings import READER_VERSION, reading_row
@@ -30,7 +31,7 @@ __all__ = ["ReadCalls"]
 PROGRESS_EVERY = 2.0
 
 
-class _ReadCallFn(beam.DoFn):
+class _ReadCallFn(ArgsOnceDoFn):
     def __init__(self, declarations: Declarations, reader_version: str, progress: bool = True) -> None:
         self.declarations = declarations
         self.reader_version = reader_version

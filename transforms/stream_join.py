@@ -50,6 +50,7 @@ from schemas.declarations import Declarations
 from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
 
 from .calls import join_call_events
+from .dofn_base import ArgsOnceDoFn
 from .held import decode_held
 from .readings import READER_VERSION, reading_row
 from .worker_gc import tune_gc
@@ -89,7 +90,7 @@ class _CallStateCoder(Coder):
         return True
 
 
-class _StatefulJoinFn(beam.DoFn):
+class _StatefulJoinFn(ArgsOnceDoFn):
     EVENTS = BagStateSpec("events", BytesCoder())  # encode_held(source, Event)
     STATE = ReadModifyWriteStateSpec("state", _CallStateCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction

@@ -20,6 +20,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 
+from .dofn_base import ArgsOnceDoFn
 from .write import write_table_file
 
 __all__ = ["WriteWindowedTable", "window_folder", "pane_file"]
@@ -40,7 +41,7 @@ def pane_file(pane_index: int) -> str:
     return f"pane-{pane_index:05d}.parquet"
 
 
-class _WritePaneFn(beam.DoFn):
+class _WritePaneFn(ArgsOnceDoFn):
     def __init__(self, table: str, directory: str) -> None:
         self.table = table
         self.directory = directory

@@ -34,6 +34,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas.tables import SORT_KEYS, TABLES
 
+from .dofn_base import ArgsOnceDoFn
+
 __all__ = [
     "WriteTable",
     "WriteTables",
@@ -115,7 +117,7 @@ def ipc_to_table(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
-class _BatchRowsFn(beam.DoFn):
+class _BatchRowsFn(ArgsOnceDoFn):
     """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`,
     per bundle, every `BATCH_ROWS` rows of a shard."""
 
@@ -151,7 +153,7 @@ class _BatchRowsFn(beam.DoFn):
         self._rows = {}
 
 
-class _WriteShardFn(beam.DoFn):
+class _WriteShardFn(ArgsOnceDoFn):
     def __init__(self, directory: str, shards: dict[str, int]) -> None:
         self.directory = directory
         self.shards = shards
