@@ -3,9 +3,11 @@ and the job's counters (added up per bundle) against the tables it wrote."""
 
 from __future__ import annotations
 
+import pickle
+
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
+from apache_beam.options.pipeline_options import DirectOptions, GoogleCloudOptions, StandardOptions, TypeOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from helpers import EXAMPLES, load_table
@@ -20,6 +22,24 @@ def test_the_local_runner_with_one_worker_keeps_files_in_place_and_skips_the_typ
     assert spread is False
     assert options.view_as(DirectOptions).direct_num_workers == 1
     assert options.view_as(TypeOptions).pipeline_type_check is False
+
+
+def test_the_local_run_makes_each_view_of_its_options_once():
+    options, _runner, _spread = reassess._pipeline_options(["--direct_num_workers=1", "--job_name=j1"])
+    assert isinstance(options, reassess.LocalRunOptions)
+    direct = options.view_as(DirectOptions)
+    assert options.view_as(DirectOptions) is direct
+    assert options.view_as(StandardOptions).runner is None
+    # Views share one set of values, whichever view sets one.
+    direct.direct_num_workers = 3
+    assert options.view_as(DirectOptions).direct_num_workers == 3
+    assert options.get_all_options()["direct_num_workers"] == 3
+    options.view_as(GoogleCloudOptions).job_name = "j2"
+    assert options.get_all_options()["job_name"] == "j2"
+    back = pickle.loads(pickle.dumps(options))
+    assert back.view_as(DirectOptions) is back.view_as(DirectOptions)
+    assert back.get_all_options() == options.get_all_options()
+    assert back.view_as(GoogleCloudOptions).job_name == "j2"
 
 
 def test_several_local_workers_get_the_files_spread():
