@@ -9,7 +9,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner, load_table
 from schemas.declarations import Declarations
-from schemas.events import Event, RunInput, SourceFile
+from schemas.events import DeadLetter, Event, RunInput, SourceFile
 from transforms import join as join_mod
 from transforms import read as read_mod
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
@@ -72,21 +72,27 @@ def test_join_recording_runs_joins_in_place_and_counts_the_run():
             ev(3, "stream.tool_end", "[REDACTED]", result=[]),
         ],
     )
+    second = RunInput("run-2", "f.json", "events-array", events=[ev(4, "stream.tool_end", "c9", run="run-2", result=[1])])
+    bad = DeadLetter("f.json", 5, None, "not-an-envelope", "Event 5 is not an object.", b"7")
+    source = SourceFile("f.json", "events-array", runs=[run, second], dead_letters=[bad])
     with pipeline() as p:
-        out = p | beam.Create([SourceFile("f.json", "events-array", runs=[run])]) | JoinRecordingRuns()
+        out = p | beam.Create([source]) | JoinRecordingRuns()
         assert_that(
             out["calls"] | "Keys" >> beam.Map(lambda calls: [(c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name) for c in calls]),
-            equal_to([[("run-1", "c1", 1, "ran", "list_hosts")]]),  # one tuple per run
+            equal_to([[("run-1", "c1", 1, "ran", "list_hosts")], [("run-2", "c9", 1, "ran", None)]]),  # one group per run
             label="calls",
         )
+        # A file's `runs` rows and dead letters come as one list each, in order.
         assert_that(
-            out[join_mod.RUNS] | "R" >> beam.Map(lambda r: (r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])),
-            equal_to([(4, 2, 1, 1, 1)]),
+            out[join_mod.RUNS] | "R" >> beam.Map(
+                lambda rows: [(r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"]) for r in rows]
+            ),
+            equal_to([[("run-1", 4, 2, 1, 1, 1), ("run-2", 1, 1, 0, 0, 1)]]),
             label="runs",
         )
         assert_that(
-            out[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["event_index"], r["reason"])),
-            equal_to([(3, "redacted-call-id")]),
+            out[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda rows: [(r["event_index"], r["reason"]) for r in rows]),
+            equal_to([[(3, "redacted-call-id"), (5, "not-an-envelope")]]),
             label="dead",
         )
 

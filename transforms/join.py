@@ -10,7 +10,8 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          (`transforms.held`), not pickled.
 Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
          (streams), so that reading and batching them costs one element per
-         group, not per call; `runs` rows or partial run counts, dead letters.
+         group, not per call; `runs` rows (a list per recording file) or partial
+         run counts, dead-letter rows (a list per recording file).
 """
 
 from __future__ import annotations
@@ -60,32 +61,38 @@ KEYED = "keyed"
 
 
 class _JoinDocumentFn(ArgsOnceDoFn):
-    """One recording file's runs → each run's calls (a `CallGroup`), its `runs` row and the join's dead letters."""
+    """One recording file's runs → each run's calls (a `CallGroup`), then the file's `runs` rows (one list)
+    and its dead letters (one list: the runs', the join's, the file's)."""
 
     def __init__(self) -> None:
         self.calls = Metrics.counter("join", "calls")
         self.runs = Metrics.counter("join", "runs")
 
     def process(self, source: SourceFile) -> Iterable[Any]:
+        dead: list[dict] = []
+        runs: list[dict] = []
         for run in source.runs:
             joined = join_run(run)
-            self.runs.inc()
             self.calls.inc(len(joined.calls))
-            for dl in run.dead_letters:
-                yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
-            for dl in joined.dead_letters:
-                yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
+            dead.extend(dl.row() for dl in run.dead_letters)
+            dead.extend(dl.row() for dl in joined.dead_letters)
             ended = sum(1 for c in joined.calls if c.end is not None)
-            yield pvalue.TaggedOutput(RUNS, document_run_row(run, joined, ended))
+            runs.append(document_run_row(run, joined, ended))
             if joined.calls:
                 yield CallGroup(joined.calls)
-        for dl in source.dead_letters:
-            yield pvalue.TaggedOutput(DEAD_LETTERS, dl.row())
+        dead.extend(dl.row() for dl in source.dead_letters)
+        self.runs.inc(len(runs))
+        # The file's rows as one list per table: the writer takes lists, and Beam's
+        # per-element work is then paid once per file, not once per row.
+        if dead:
+            yield pvalue.TaggedOutput(DEAD_LETTERS, dead)
+        if runs:
+            yield pvalue.TaggedOutput(RUNS, runs)
 
 
 class JoinRecordingRuns(beam.PTransform):
-    """`SourceFile`s of recording documents → calls (main: one `CallGroup` per run, in order), `runs` rows,
-    dead-letter rows."""
+    """`SourceFile`s of recording documents → calls (main: one `CallGroup` per run, in order), and per file
+    one list of `runs` rows (`RUNS`) and one list of dead-letter rows (`DEAD_LETTERS`)."""
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
         outputs = files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(RUNS, DEAD_LETTERS, main="calls")
