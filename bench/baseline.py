@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +33,6 @@ if str(ROOT) not in sys.path:
 
 from schemas.declarations import load_declarations  # noqa: E402
 from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
-from schemas.tables import TABLES  # noqa: E402
 from transforms.accounting import RunCounts, add_counts, document_run_row, run_row  # noqa: E402
 from transforms.calls import (  # noqa: E402
     CALL,
@@ -49,7 +47,7 @@ from transforms.calls import (  # noqa: E402
 from transforms.readings import reading_row  # noqa: E402
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from transforms.worker_gc import tune_gc  # noqa: E402
-from transforms.write import part_name, shard_of, sort_rows  # noqa: E402
+from transforms.write import part_name, rows_to_arrow, shard_of, sort_rows  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs"]
 
@@ -164,7 +162,7 @@ def write_tables(out: str, tables: dict[str, tuple[list[dict], int]]) -> None:
         folder = Path(out) / table
         folder.mkdir(parents=True, exist_ok=True)
         for shard, part in by_shard.items():
-            arrow = pa.Table.from_pylist(sort_rows(table, part), schema=TABLES[table])
+            arrow = rows_to_arrow(table, sort_rows(table, part))
             pq.write_table(arrow, folder / part_name(shard, shards), compression="zstd")
 
 

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-import orjson
 import apache_beam as beam
+import orjson
+import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from helpers import fn_api_runner, load_table
-from schemas.declarations import Declarations
+from bench.baseline import list_inputs
+from helpers import EXAMPLES, fn_api_runner, load_table
+from schemas.declarations import Declarations, load_declarations
 from schemas.events import DeadLetter, Event, RunInput, SourceFile
+from schemas.tables import TABLES
 from transforms import join as join_mod
 from transforms import read as read_mod
+from transforms.accounting import document_run_row
+from transforms.calls import join_run
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
-from transforms.write import WriteTable
+from transforms.readings import reading_row
+from transforms.sources import open_source
+from transforms.write import WriteTable, rows_to_arrow
 
 
 def ev(index, kind, call=None, run="run-1", **payload) -> Event:
@@ -168,3 +175,27 @@ def test_write_table_writes_sorted_deterministic_shards(tmp_path):
 
         part = pq.read_table(f).to_pylist()
         assert part == sorted(part, key=lambda r: (r["source_file"], r["event_index"]))
+
+
+def test_rows_become_the_same_arrow_tables_as_from_pylist():
+    declarations = load_declarations(str(EXAMPLES / "declarations.json"))
+    rows: dict[str, list[dict]] = {"readings": [], "dead_letters": [], "runs": []}
+    for path, _size in list_inputs(str(EXAMPLES / "recordings")):
+        opened = open_source(path)
+        if not isinstance(opened, SourceFile):
+            continue
+        rows["dead_letters"] += [dl.row() for dl in opened.dead_letters]
+        for run in opened.runs:
+            joined = join_run(run)
+            rows["readings"] += [reading_row(c, declarations.rows_at_for) for c in joined.calls]
+            rows["dead_letters"] += [dl.row() for dl in run.dead_letters + joined.dead_letters]
+            rows["runs"].append(document_run_row(run, joined, sum(c.end is not None for c in joined.calls)))
+    for table, table_rows in rows.items():
+        assert table_rows, table
+        expected = pa.Table.from_pylist(table_rows, schema=TABLES[table])
+        got = rows_to_arrow(table, table_rows)
+        assert got.equals(expected) and got.schema.equals(TABLES[table], check_metadata=True), table
+        assert rows_to_arrow(table, []).equals(pa.Table.from_pylist([], schema=TABLES[table]))
+    # A row without some column gets a null there, as from_pylist gives.
+    short = [{k: v for k, v in r.items() if k != "session_id"} for r in rows["readings"][:3]]
+    assert rows_to_arrow("readings", short).equals(pa.Table.from_pylist(short, schema=TABLES["readings"]))
