@@ -15,6 +15,7 @@ from schemas.events import DeadLetter, Event, RunInput, SourceFile
 from schemas.tables import TABLES
 from transforms import join as join_mod
 from transforms import read as read_mod
+from transforms import write as write_mod
 from transforms.accounting import document_run_row
 from transforms.calls import join_run
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
@@ -175,6 +176,33 @@ def test_write_table_writes_sorted_deterministic_shards(tmp_path):
 
         part = pq.read_table(f).to_pylist()
         assert part == sorted(part, key=lambda r: (r["source_file"], r["event_index"]))
+
+
+def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeypatch):
+    monkeypatch.setattr(write_mod, "BATCH_ROWS", 7)
+    rows = [
+        {"source_file": f"f{i % 5}.json", "event_index": i, "run_id": None, "reason": "not-json", "detail": "d", "raw": "x"}
+        for i in range(20)
+    ]
+    fn = write_mod._BatchRowsFn("dead_letters", 3)
+    fn.setup()
+    fn.start_bundle()
+    out = fn.process(rows[:10])  # a list of rows (flushed at 7), then rows one by one
+    for row in rows[10:]:
+        out += fn.process(row)
+    out += [wv.value for wv in fn.finish_bundle()]
+    flushes = [k for k, _ in out]
+    assert all(table == "dead_letters" for table, _ in flushes)
+    got: dict[int, list] = {}
+    for (_table, shard), ipc in out:
+        part = write_mod.ipc_to_table(ipc).to_pylist()
+        assert {write_mod.shard_of("dead_letters", r, 3) for r in part} == {shard}
+        got.setdefault(shard, []).extend(part)
+    for shard, part in got.items():  # each shard's rows, in the order they came
+        assert part == [r for r in rows if write_mod.shard_of("dead_letters", r, 3) == shard]
+    assert sum(len(p) for p in got.values()) == 20 and len(got) == 3
+    # Three flushes (7 + 7 + 6 rows), each at most one batch per shard.
+    assert len(out) <= 9
 
 
 def test_rows_become_the_same_arrow_tables_as_from_pylist():

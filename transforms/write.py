@@ -21,6 +21,7 @@ made, and only the batches are flattened. `WriteTable` is the one-table case.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from operator import itemgetter
 from typing import Any, Iterable
@@ -48,6 +49,7 @@ __all__ = [
     "shard_of",
     "rows_to_arrow",
     "rows_to_ipc",
+    "arrow_to_ipc",
     "ipc_to_table",
 ]
 
@@ -122,13 +124,17 @@ def rows_to_arrow(table: str, rows: list[dict]) -> pa.Table:
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
-def rows_to_ipc(table: str, rows: list[dict]) -> bytes:
-    """Rows as one Arrow IPC stream (the table's schema, lz4-compressed buffers)."""
-    arrow = rows_to_arrow(table, rows)
+def arrow_to_ipc(arrow: pa.Table) -> bytes:
+    """An Arrow table as one IPC stream (lz4-compressed buffers)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, arrow.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(arrow)
     return sink.getvalue().to_pybytes()
+
+
+def rows_to_ipc(table: str, rows: list[dict]) -> bytes:
+    """Rows as one Arrow IPC stream (the table's schema, lz4-compressed buffers)."""
+    return arrow_to_ipc(rows_to_arrow(table, rows))
 
 
 def ipc_to_table(data: bytes) -> pa.Table:
@@ -137,39 +143,57 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 
 class _BatchRowsFn(ArgsOnceDoFn):
-    """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`,
-    per bundle, every `BATCH_ROWS` rows of a shard."""
+    """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`:
+    every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
     def __init__(self, table: str, shards: int) -> None:
         self.table = table
         self.shards = shards
 
     def start_bundle(self) -> None:
-        self._rows: dict[int, list[dict]] = {}
-        self._bytes: dict[int, int] = {}
+        self._rows: list[dict] = []
+        self._shard_of: list[int] = []  # each row's shard, when there are several
+        self._bytes = 0
 
     def process(self, item: dict | list) -> list:
         # A list, not a generator: nearly every row is only gathered.
         out: list = []
+        rows, shard_ids, table, shards = self._rows, self._shard_of, self.table, self.shards
         for row in (item,) if type(item) is dict else item:
-            shard = shard_of(self.table, row, self.shards)
-            rows = self._rows.get(shard)
-            if rows is None:
-                rows = self._rows[shard] = []
-                self._bytes[shard] = 0
             rows.append(row)
+            if shards > 1:
+                shard_ids.append(shard_of(table, row, shards))
             raw = row.get("raw")
             if raw is not None:
-                self._bytes[shard] += len(raw)
-            if len(rows) >= BATCH_ROWS or self._bytes[shard] >= BATCH_BYTES:
-                del self._rows[shard]
-                out.append(((self.table, shard), rows_to_ipc(self.table, rows)))
+                self._bytes += len(raw)
+            if len(rows) >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
+                out.extend(self._flush())
+                rows, shard_ids = self._rows, self._shard_of
         return out
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
-        for shard, rows in self._rows.items():
-            yield WindowedValue(((self.table, shard), rows_to_ipc(self.table, rows)), 0, [GlobalWindow()])
-        self._rows = {}
+        for kv in self._flush():
+            yield WindowedValue(kv, 0, [GlobalWindow()])
+
+    def _flush(self) -> list[tuple[tuple[str, int], bytes]]:
+        """The rows gathered so far as one IPC batch per shard. One buffer for all shards keeps
+        the rows waiting to BATCH_ROWS, however many shards there are (they hold their events'
+        strings), and each batch becomes Arrow in one conversion."""
+        rows, shard_ids = self._rows, self._shard_of
+        self._rows, self._shard_of, self._bytes = [], [], 0
+        if not rows:
+            return []
+        if not shard_ids:
+            return [((self.table, 0), rows_to_ipc(self.table, rows))]
+        order = sorted(range(len(rows)), key=shard_ids.__getitem__)  # stable: arrival order within a shard
+        arrow = rows_to_arrow(self.table, [rows[i] for i in order])
+        out = []
+        start = 0
+        for shard, same in itertools.groupby(shard_ids[i] for i in order):
+            n = sum(1 for _ in same)
+            out.append(((self.table, shard), arrow_to_ipc(arrow.slice(start, n))))
+            start += n
+        return out
 
 
 class _WriteShardFn(ArgsOnceDoFn):
