@@ -10,10 +10,10 @@ Role:    the one writer of `readings`, `dead_letters` and `runs`. Rows are
 Emits:   Parquet files (through Beam's `FileSystems`, so any runner's storage works).
 
 Rows cross the shuffle in Arrow batches, not one by one: each bundle
-gathers its rows per shard and turns every `BATCH_ROWS` of them into one
-Arrow IPC buffer (the table's schema, lz4), so the shuffle moves a few
-byte strings instead of encoding and decoding every row dict, and the
-writer sorts the shard's batches with Arrow. `WriteTables` writes several
+gathers its rows and turns every `BATCH_ROWS` of them into one Arrow table
+(`rows_to_arrow`), cut into one IPC buffer per shard (the table's schema,
+lz4), so the shuffle moves a few byte strings instead of encoding and
+decoding every row dict, and the writer sorts the shard's batches with Arrow. `WriteTables` writes several
 tables through ONE `GroupByKey` keyed `(table, shard)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
 made, and only the batches are flattened. `WriteTable` is the one-table case.
