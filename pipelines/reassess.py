@@ -184,9 +184,9 @@ class LocalRunOptions(PipelineOptions):
     """Beam's options for a local run, each view (`view_as`) made once and kept.
 
     Beam takes views of a job's options a few hundred times while it builds and runs
-    it, and each new view builds an argument parser for its class (about 0.03 s a
-    job). Every view of one options object shares its values, so one view per class
-    serves every ask. Adds no option of its own.
+    it, and each new view builds an argument parser for its class and parses the flags
+    again (about 0.1 s a job). Every view of one options object shares its values, so
+    one view per class serves every ask. Adds no option of its own.
     """
 
     def __init__(self, flags: list[str] | None = None, **kwargs: Any) -> None:
@@ -216,14 +216,10 @@ def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | N
         return options, None, True
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
     workers = options.view_as(DirectOptions).direct_num_workers or 1
-    # The flags parsed once, into values: Beam parses an options object's flags again for
-    # every view it takes (a few hundred per job, about a third of building the pipeline).
-    values = options.get_all_options(drop_default=True)
-    if "--pipeline_type_check" not in beam_args:
-        # The job's graph is fixed and type-checked by its tests (TestPipeline checks
-        # by default); checking it again at each local run costs about 30 ms.
-        values.setdefault("pipeline_type_check", False)
-    return LocalRunOptions([], **values), FnApiRunner(), workers > 1
+    # The job's graph is fixed and type-checked by its tests (TestPipeline checks by
+    # default); checking it again at each local run costs about 30 ms.
+    unchecked = {} if "--pipeline_type_check" in beam_args else {"pipeline_type_check": False}
+    return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
 
 
 def run(argv: list[str] | None = None) -> int:
