@@ -44,6 +44,7 @@ from transforms import read as read_mod
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
+from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
@@ -146,8 +147,20 @@ def build_pipeline(
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)
 
+    # A run read from several files is read once: one small claim per run and file finds the copies to leave out.
+    claims = (
+        joined_docs[join_mod.RUNS] | "RecordingClaims" >> beam.FlatMap(_recording_claims),
+        stream_runs | "StreamClaims" >> beam.Map(claim_of, STREAM),
+    ) | "AllClaims" >> beam.Flatten()
+    copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
+
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards})
+    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies)
+
+
+def _recording_claims(rows: list[dict]) -> list:
+    """A recording file's `runs` rows (one list) as claims on their runs (a run with no id claims nothing)."""
+    return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
 class LocalRunOptions(PipelineOptions):
