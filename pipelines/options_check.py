@@ -17,7 +17,7 @@ import argparse
 import contextlib
 import difflib
 import io
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -29,11 +29,15 @@ class OptionsError(Exception):
 
 
 class FlagParser(argparse.ArgumentParser):
-    """An `ArgumentParser` that keeps its long flags (`long_flags`), to pass to `check_beam_args`."""
+    """An `ArgumentParser` that keeps its long flags (`long_flags`), to pass to `check_beam_args`, and
+    says a mistake in one sentence (`PROG: MESSAGE`, exit code 2) instead of the usage and the error."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.long_flags: list[str] = []  # before argparse adds --help
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (--help lists the options)\n")
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
