@@ -80,11 +80,13 @@ class Progress:
 
 
 class _ReadFileFn(ArgsOnceDoFn):
-    def __init__(self, max_event_bytes: int, total_files: int, progress: bool, local_paths: dict[str, str]) -> None:
+    def __init__(
+        self, max_event_bytes: int, total_files: int, progress: bool, local_paths: dict[str, str] | None = None
+    ) -> None:
         self.max_event_bytes = max_event_bytes
         self.total_files = total_files
         self.progress_enabled = progress
-        self.local_paths = local_paths
+        self.local_paths = local_paths or {}
         self.files = Metrics.counter("read", "files")
         self.events = Metrics.counter("read", "events")
         self.dead = Metrics.counter("read", "dead_letters")
