@@ -62,8 +62,6 @@ _View = TypeVar("_View", bound=PipelineOptions)
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
-
-
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C.
@@ -90,7 +88,8 @@ def _parser() -> FlagParser:
     p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
     p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
-                   help="an event larger than this is a dead letter (too-large); default 64 MiB")
+                   help="an event (or a JSON document read whole, decompressed) larger than this is a "
+                        "dead letter (too-large); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--quiet", action="store_true", help="no summary at the end")
@@ -100,8 +99,6 @@ def _parser() -> FlagParser:
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
-
-
 
 
 def build_pipeline(
