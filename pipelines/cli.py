@@ -7,6 +7,7 @@ Role:    the console script. A user's mistake is one sentence on stderr and
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -20,8 +21,24 @@ commands:
   report    DIR [--html FILE]
             what the readings say, in the terminal or as one HTML file
 
+`footprint-audit --version` prints the version.
 `footprint-audit COMMAND --help` for a command's options.
 """
+
+
+#: Set to a level (`WARNING`, `INFO`, …) to see Beam's log lines during `reassess` and `report`.
+LOG_ENV = "FOOTPRINT_AUDIT_LOG"
+
+
+def _beam_logs() -> None:
+    """Beam's log lines stay out of a batch command's stderr (its import alone warns about GCP clients,
+    and a failed job logs each worker's traceback): the command says what happened in one sentence.
+    `FOOTPRINT_AUDIT_LOG=WARNING` (or another level) shows them."""
+    level = os.environ.get(LOG_ENV)
+    if level:
+        logging.basicConfig(level=level.upper())
+    else:
+        logging.getLogger().addHandler(logging.NullHandler())  # and no basicConfig from a first warning
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     command, rest = args[0], args[1:]
+    if args[0] == "--version":
+        from . import version
+
+        print(f"footprint-audit {version()}")
+        return 0
+    if command in ("reassess", "report"):
+        _beam_logs()
     if command == "reassess":
         from .reassess import run
     elif command == "stream":
@@ -43,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(rest)
     except KeyboardInterrupt:
-        print("footprint-audit: interrupted; nothing was published", file=sys.stderr)
+        print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:

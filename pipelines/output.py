@@ -10,11 +10,16 @@ Role:    a job writes its tables under `OUT/_staging/<token>/`; only when the
          killed between the renames leaves that note, and the next job (or
          `clean_stale_staging`) finishes the swap before anything else, so the
          three tables always come from one run.
-Emits:   files under the output directory; the summary text.
+         Each staging folder holds its owner's note (`ownership.OWNER`); a job
+         removes only its own staging folder (`discard`) or one whose owner is
+         gone, never another live job's. `publish` writes the ownership marker
+         before the first table is moved in.
+Emits:   files under the output directory; the summary text and figures.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -28,38 +33,83 @@ from schemas.tables import TABLES
 
 from transforms.write import part_name
 
-__all__ = ["new_staging", "publish", "clean_stale_staging", "summarize", "table_files", "is_local"]
+from .inputs import is_local
+from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker
+
+__all__ = ["new_staging", "publish", "discard", "clean_stale_staging", "summarize", "summary_figures", "table_files", "is_local"]
 
 STAGING = "_staging"
 #: The journal note of a publish in progress (it holds the staged folder's name).
 PUBLISHING = "_PUBLISHING"
 
 
-def is_local(path: str) -> bool:
-    """True for a path on this machine (no `scheme://`)."""
-    return "://" not in path
+def _owner_gone(folder: Path) -> bool:
+    """True when the job that made a staging folder is gone (or wrote no note: a job of an older
+    version, or one killed as it began; the caller holds the output's lock, so it is not running)."""
+    try:
+        note = json.loads((folder / OWNER).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    if note == owner_note():
+        return True  # this process's id, left by an earlier process that had it: this job has no staging yet
+    return not owner_alive(note if isinstance(note, dict) else None)
 
 
 def clean_stale_staging(out: str) -> None:
-    """Finish a publish that was interrupted, then remove what earlier runs left in `OUT/_staging/`."""
+    """Finish a publish that was interrupted, then remove the staging folders earlier jobs left
+    in `OUT/_staging/` whose owner is gone (a live owner's folder is left alone)."""
     staging = Path(out) / STAGING
     marker = staging / PUBLISHING
     if marker.is_file():
         token = marker.read_text(encoding="utf-8").strip()
         if token and os.sep not in token and token not in (".", "..") and (staging / token).is_dir():
             _swap(out, staging / token)
-    if staging.is_dir():
-        shutil.rmtree(staging, ignore_errors=True)
-    for leftover in Path(out).glob(".*.old-*"):  # set aside by a publish of an older version
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
+    for note in Path(out).glob(f"{MARKER}.*.tmp"):  # a marker never put in place
+        note.unlink(missing_ok=True)
+    if (Path(out) / MARKER).is_file():
+        for leftover in Path(out).glob(".*.old-*"):  # set aside by a publish of an older version
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+    if not staging.is_dir() or staging.is_symlink():
+        return
+    for folder in staging.iterdir():
+        if folder.is_dir() and not folder.is_symlink() and _owner_gone(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder.name.startswith(f"{PUBLISHING}.") and folder.name.endswith(".tmp"):
+            folder.unlink(missing_ok=True)  # a journal note never put in place
+    _remove_if_empty(staging)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (another job's staging), or already gone
 
 
 def new_staging(out: str) -> str:
-    """A fresh staging folder for this job's tables."""
+    """A fresh staging folder for this job's tables, with this process's owner note in it."""
     path = Path(out) / STAGING / uuid.uuid4().hex
     path.mkdir(parents=True, exist_ok=False)
+    (path / OWNER).write_text(json.dumps(owner_note()), encoding="utf-8")
     return str(path)
+
+
+def discard(staged: str) -> None:
+    """Remove this job's own staging folder (and `_staging/` when nothing else is in it).
+
+    A folder the publish journal names is kept: its swap has begun, and the next job finishes it.
+    """
+    path = Path(staged)
+    try:
+        if (path.parent / PUBLISHING).read_text(encoding="utf-8").strip() == path.name:
+            return
+    except OSError:
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+    _remove_if_empty(path.parent)
 
 
 def table_files(directory: str, table: str) -> list[str]:
@@ -84,6 +134,7 @@ def publish(staged: str, out: str) -> None:
     for table in TABLES:
         _ensure_table(staged, table)
     staged_path = Path(staged)
+    write_marker(out)  # before any table is moved in: every published table is marked as this tool's
     marker = Path(out) / STAGING / PUBLISHING
     note = marker.with_name(f"{PUBLISHING}.{staged_path.name}.tmp")
     note.write_text(staged_path.name, encoding="utf-8")
@@ -106,41 +157,79 @@ def _swap(out: str, staged: Path) -> None:
         os.replace(source, final)
     (Path(out) / STAGING / PUBLISHING).unlink(missing_ok=True)
     shutil.rmtree(staged, ignore_errors=True)
-    parent = Path(out) / STAGING
-    if parent.is_dir() and not any(parent.iterdir()):
-        parent.rmdir()
+    _remove_if_empty(Path(out) / STAGING)
 
 
-def _read(out: str, table: str) -> pa.Table:
-    files = table_files(out, table)
-    if not files:
-        return pa.Table.from_pylist([], schema=TABLES[table])
-    return pa.concat_tables([pq.read_table(f) for f in files])
+def _read(out: str, table: str, columns: list[str]) -> pa.Table:
+    """Some columns of one table under `out` (local, or through Beam's `FileSystems` for a remote output)."""
+    schema = TABLES[table]
+    if is_local(out):
+        parts = [pq.read_table(f, columns=columns) for f in table_files(out, table)]
+    else:
+        from apache_beam.io.filesystems import FileSystems
+
+        found = FileSystems.match([FileSystems.join(out, table, "*.parquet")])[0].metadata_list
+        parts = []
+        for meta in sorted(found, key=lambda m: m.path):
+            with FileSystems.open(meta.path) as f:
+                parts.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
+    if not parts:
+        return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
+    return pa.concat_tables(parts)
 
 
-def _line(title: str, counts: Counter) -> str:
+def _ranked(counts: Counter) -> dict:
+    """Counts, the largest first (ties by name), as the summary lists them."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+def _line(title: str, counts: dict) -> str:
     if not counts:
         return f"  {title}: none"
-    parts = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))))
-    return f"  {title}: {parts}"
+    return f"  {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
-def summarize(out: str) -> str:
+def summary_figures(out: str) -> dict:
+    """The figures of a finished output directory: runs, events, calls read, readings and dead letters by kind.
+
+    `events` counts every element read: the events of the runs rows and the dead letters
+    that belong to no run; `dead_letter_rate` is the dead letters' share of them.
+    """
+    readings = _read(out, "readings", ["emptiness", "outcome", "door_disagrees"])
+    dead = _read(out, "dead_letters", ["reason"])
+    runs = _read(out, "runs", ["run_id", "events", "dead_letters"])
+    events_in_runs = sum(runs.column("events").to_pylist())
+    outside_runs = dead.num_rows - sum(runs.column("dead_letters").to_pylist())
+    events = events_in_runs + max(0, outside_runs)
+    return {
+        "runs": len(set(runs.column("run_id").to_pylist())),
+        "events_in_runs": events_in_runs,
+        "calls_read": readings.num_rows,
+        "readings_by_emptiness": _ranked(Counter("(not read)" if v is None else v for v in readings.column("emptiness").to_pylist())),
+        "calls_by_outcome": _ranked(Counter(readings.column("outcome").to_pylist())),
+        "door_disagrees": sum(1 for v in readings.column("door_disagrees").to_pylist() if v),
+        "dead_letters": dead.num_rows,
+        "dead_letters_by_reason": _ranked(Counter(dead.column("reason").to_pylist())),
+        "events": events,
+        "dead_letter_rate": dead.num_rows / events if events else 0.0,
+        "output": {table: _join(out, table) + "/" for table in TABLES},
+    }
+
+
+def _join(out: str, table: str) -> str:
+    return os.path.join(out, table) if is_local(out) else out.rstrip("/") + "/" + table
+
+
+def summarize(out: str, figures: dict | None = None) -> str:
     """A short summary of a finished output directory (runs, calls, readings, dead letters)."""
-    readings = _read(out, "readings")
-    dead = _read(out, "dead_letters")
-    runs = _read(out, "runs")
-    emptiness = Counter("(not read)" if v is None else v for v in readings.column("emptiness").to_pylist())
-    outcomes = Counter(readings.column("outcome").to_pylist())
-    reasons = Counter(dead.column("reason").to_pylist())
-    run_ids = {r for r in runs.column("run_id").to_pylist()}
-    events = sum(runs.column("events").to_pylist())
+    f = summary_figures(out) if figures is None else figures
+    disagrees = {"true": f["door_disagrees"]} if f["door_disagrees"] else {}
     lines = [
-        f"footprint-audit: {len(run_ids)} runs, {events} events in runs, {readings.num_rows} calls read",
-        _line("readings by emptiness", emptiness),
-        _line("calls by outcome", outcomes),
-        _line("door disagrees with the bytes", Counter(str(v).lower() for v in readings.column("door_disagrees").to_pylist() if v)),
-        _line("dead letters by reason", reasons),
-        f"  output: {os.path.join(out, 'readings')}/, {os.path.join(out, 'dead_letters')}/, {os.path.join(out, 'runs')}/ (Parquet, zstd)",
+        f"footprint-audit: {f['runs']} runs, {f['events_in_runs']} events in runs, {f['calls_read']} calls read",
+        _line("readings by emptiness", f["readings_by_emptiness"]),
+        _line("calls by outcome", f["calls_by_outcome"]),
+        _line("door disagrees with the bytes", disagrees),
+        _line("dead letters by reason", f["dead_letters_by_reason"]),
+        "  output: " + ", ".join(f["output"][t] for t in ("readings", "dead_letters", "runs")) + " (Parquet, zstd)",
     ]
     return "\n".join(lines)

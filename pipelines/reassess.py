@@ -29,15 +29,12 @@ Run on Dataflow::
 from __future__ import annotations
 
 import argparse
-import glob
+import json
 import math
-import os
 import sys
-from pathlib import Path
 from typing import Any, TypeVar
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -47,26 +44,41 @@ from transforms import read as read_mod
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
+from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
-from . import output
+from . import output, version
+from .errors import OutputError, UsageError
+from .inputs import display_name, expand_inputs
+from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
+from .options_check import FlagParser, OptionsError, check_beam_args
+from .output_target import OutputTarget
 
-__all__ = ["run", "build_pipeline", "expand_inputs", "UsageError"]
+__all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
 _View = TypeVar("_View", bound=PipelineOptions)
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
+#: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
+EXIT_DEAD_LETTER_RATE = 3
+#: The one line of a job stopped by Ctrl-C.
+INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
+#: Flags this command reads from what its parser leaves over (not Beam's).
+_LEFTOVER_FLAGS = ("--pipeline_type_check",)
 
 
-class UsageError(Exception):
-    """A mistake in how the job was called: printed as one sentence, exit code 2."""
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1")
+    return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> FlagParser:
+    p = FlagParser(
         prog="footprint-audit reassess",
         description="Re-assess recorded agentfootprint runs into Parquet readings.",
         epilog="Any other option is passed to Beam (--runner, --direct_num_workers, Dataflow and Flink options).",
@@ -76,64 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
     p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
-                   help="an event larger than this is a dead letter (too-large); default 64 MiB")
+                   help="an event (or a JSON document read whole, decompressed) larger than this is a "
+                        "dead letter (too-large); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--quiet", action="store_true", help="no summary at the end")
+    p.add_argument("--max-dead-letter-rate", type=_rate, metavar="R",
+                   help="exit with code 3 (after writing the tables) when dead letters are more than R "
+                        "(0..1) of the events read")
+    p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
+    p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
-
-
-def _files_under(folder: str) -> dict[str, int]:
-    """Every file under `folder`, at any depth, with its size: one scan per folder, one stat per file.
-
-    As `Path.rglob`: symlinked files are in, symlinked folders are not walked into.
-    """
-    found: dict[str, int] = {}
-    folders = [folder]
-    while folders:
-        with os.scandir(folders.pop()) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry.path)
-                elif entry.is_file():
-                    found[entry.path] = entry.stat().st_size
-    return found
-
-
-def _matching(pattern: str) -> list[str]:
-    """The local paths a glob (or one path) names; raises `UsageError` when a plain path does not exist."""
-    if glob.has_magic(pattern):
-        names = glob.glob(pattern, recursive=True)
-        return [m for m in names if not os.path.isdir(m)] if pattern.endswith("**") else names
-    if os.path.exists(pattern):
-        return [pattern]
-    raise UsageError(f"--input {pattern}: no such file or folder")
-
-
-def expand_inputs(patterns: list[str]) -> list[tuple[str, int]]:
-    """Every input file (path, size) the patterns name, sorted; raises `UsageError` for none."""
-    found: dict[str, int] = {}
-    for pattern in patterns:
-        matched: dict[str, int] = {}
-        if output.is_local(pattern):
-            if os.path.isdir(pattern):
-                sizes = _files_under(str(Path(pattern)))
-            else:
-                sizes = {m: os.path.getsize(m) if os.path.isfile(m) else 0 for m in _matching(pattern)}
-            for m, size in sizes.items():
-                if f"{os.sep}{output.STAGING}{os.sep}" not in m:
-                    matched[m] = size
-        else:
-            try:
-                result = FileSystems.match([pattern])[0]
-            except Exception as exc:  # the remote file system's own error
-                raise UsageError(f"--input {pattern}: cannot be listed ({exc})") from None
-            for meta in result.metadata_list:
-                matched[meta.path] = meta.size_in_bytes
-        if not matched:
-            raise UsageError(f"--input {pattern}: the pattern matches no file")
-        found.update(matched)
-    return sorted(found.items())
 
 
 def build_pipeline(
@@ -145,16 +110,19 @@ def build_pipeline(
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: bool = True,
     spread: bool = True,
+    local_paths: dict[str, str] | None = None,
 ) -> None:
     """Wire the job: read → join → read calls → write (one story, labelled steps).
 
     `spread`: hand the input files out to the workers (Create's reshuffle). Off only
     for the local runner with one worker, where it would move the list for nothing.
+    `files` are the names the tables show; `local_paths` maps those that are opened
+    under another name (local names that are not UTF-8).
     """
     read = (
         p
         | "InputFiles" >> beam.Create(files, reshuffle=spread)
-        | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress)
+        | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress, local_paths)
     )
     documents = read["documents"]
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
@@ -176,8 +144,20 @@ def build_pipeline(
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)
 
+    # A run read from several files is read once: one small claim per run and file finds the copies to leave out.
+    claims = (
+        joined_docs[join_mod.RUNS] | "RecordingClaims" >> beam.FlatMap(_recording_claims),
+        stream_runs | "StreamClaims" >> beam.Map(claim_of, STREAM),
+    ) | "AllClaims" >> beam.Flatten()
+    copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
+
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards})
+    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies)
+
+
+def _recording_claims(rows: list[dict]) -> list:
+    """A recording file's `runs` rows (one list) as claims on their runs (a run with no id claims nothing)."""
+    return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
 class LocalRunOptions(PipelineOptions):
@@ -222,28 +202,68 @@ def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | N
     return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
 
 
+def _say(sentence: str) -> None:
+    print(f"footprint-audit reassess: {sentence}", file=sys.stderr)
+
+
+def _failure(exc: BaseException) -> str:
+    """One sentence for a job that failed while it ran: the first line of the innermost error."""
+    seen: set[int] = set()
+    inner: BaseException = exc
+    while id(inner) not in seen:
+        seen.add(id(inner))
+        nxt = inner.__cause__ or inner.__context__
+        if nxt is None:
+            break
+        inner = nxt
+    if isinstance(inner, OSError) and inner.strerror:
+        where = f" ({display_name(str(inner.filename))})" if inner.filename else ""
+        return f"{inner.strerror}{where}"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    # Beam wraps a worker's error in text ending with the original `Type: message` line.
+    typed_lines = [line for line in lines if ": " in line and line.split(":", 1)[0].replace(".", "").isidentifier()]
+    return (typed_lines[-1] if typed_lines else lines[0] if lines else type(exc).__name__)[:500]
+
+
 def run(argv: list[str] | None = None) -> int:
-    """Run the batch job; returns the exit code (2 for a usage mistake)."""
+    """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
+    dead-letter rate, 130 interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    args, beam_args = _parser().parse_known_args(argv)
-    try:
-        declarations = load_declarations(args.declarations)
-        inputs = expand_inputs(args.input)
-    except (UsageError, DeclarationsError) as exc:
-        print(f"footprint-audit reassess: {exc}", file=sys.stderr)
-        return 2
+    parser = _parser()
+    args, beam_args = parser.parse_known_args(argv)
     out = args.output
-    local_out = output.is_local(out)
-    if local_out:
-        if os.path.exists(out) and not os.path.isdir(out):
-            print(f"footprint-audit reassess: --output {out} is a file, not a folder", file=sys.stderr)
-            return 2
-        os.makedirs(out, exist_ok=True)
-        output.clean_stale_staging(out)
-        staging = output.new_staging(out)
-    else:
-        staging = out
-    files = [path for path, _size in inputs]
+    try:
+        check_beam_args(beam_args, parser.long_flags + list(_LEFTOVER_FLAGS))
+        if args.max_event_bytes < 1:
+            raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
+        declarations = load_declarations(args.declarations)
+        inputs = expand_inputs(args.input, out)
+    except (UsageError, DeclarationsError, OptionsError) as exc:
+        _say(str(exc))
+        return 2
+    target = OutputTarget(out)
+    try:
+        target.open()
+    except UsageError as exc:
+        _say(str(exc))
+        return 2
+    except OutputError as exc:
+        _say(str(exc))
+        return exc.exit_code
+    try:
+        with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
+            return _run_job(args, beam_args, inputs, declarations, target)
+    finally:
+        target.discard()
+        target.close()
+
+
+def _run_job(
+    args: argparse.Namespace, beam_args: list[str], inputs: list[tuple[str, int]], declarations: Declarations, target: OutputTarget
+) -> int:
+    """Build, run and publish the job into `target` (opened); returns the exit code."""
+    names = [display_name(path) for path, _size in inputs]
+    local_paths = {name: path for name, (path, _size) in zip(names, inputs) if name != path}
     total = sum(size for _path, size in inputs)
     shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
     try:
@@ -251,21 +271,54 @@ def run(argv: list[str] | None = None) -> int:
 
         beam_args = with_flink_job_server(beam_args)
     except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
-        print(f"footprint-audit reassess: {exc}", file=sys.stderr)
+        _say(str(exc))
         return 2
     options, runner, spread = _pipeline_options(beam_args)
     if not args.no_progress:
-        print(f"footprint-audit reassess: {len(files)} input files, {total / 1e6:,.1f} MB", file=sys.stderr)
-    pipeline = beam.Pipeline(runner=runner, options=options)
-    build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes, not args.no_progress, spread)
-    result = pipeline.run()
-    result.wait_until_finish()
-    if local_out:
-        output.publish(staging, out)
-        if not args.quiet:
-            print(output.summarize(out))
-    elif not args.quiet:
-        print(f"footprint-audit reassess: done; tables under {out}")
+        _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
+    try:
+        pipeline = beam.Pipeline(runner=runner, options=options)
+        build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
+                       not args.no_progress, spread, local_paths)
+        pipeline.run().wait_until_finish()
+        with held_interrupts():
+            target.publish()
+    except KeyboardInterrupt:  # raised by a runner that caught the signal itself
+        print(INTERRUPTED, file=sys.stderr)
+        return INTERRUPTED_EXIT
+    except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
+        target.discard()
+        _say(f"the job failed and nothing was published: {_failure(exc)}")
+        return 1
+    return _finish(args, target.out)
+
+
+def _finish(args: argparse.Namespace, out: str) -> int:
+    """The summary, its JSON figures and the dead-letter gate of a published job."""
+    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
+        return 0
+    try:
+        figures = output.summary_figures(out)
+    except Exception as exc:  # the tables were published; only reading them back failed
+        _say(f"the tables were written, but could not be read back for the summary: {_failure(exc)}")
+        return 1
+    if not args.quiet:
+        print(output.summarize(out, figures))
+    if args.summary_json is not None:
+        try:
+            with open(args.summary_json, "w", encoding="utf-8") as f:
+                json.dump(figures, f, indent=2)
+                f.write("\n")
+        except OSError as exc:
+            _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
+            return 1
+    rate = args.max_dead_letter_rate
+    if rate is not None and figures["dead_letter_rate"] > rate:
+        _say(
+            f"{figures['dead_letters']} dead letters in {figures['events']} events "
+            f"({figures['dead_letter_rate']:.2%}) exceed --max-dead-letter-rate {rate}"
+        )
+        return EXIT_DEAD_LETTER_RATE
     return 0
 
 

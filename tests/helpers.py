@@ -72,3 +72,42 @@ def assert_stream_matches_batch(batch_out, stream_out) -> int:
         compared += 1
     assert compared >= len(latest) - 1
     return compared
+
+
+def reassess_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 600, **kw):
+    """`footprint-audit reassess ARGS` as a subprocess (the real CLI); returns the finished process."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "reassess", *args],
+        cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw,
+    )
+
+
+def one_sentence(res, exit_code: int) -> str:
+    """The single line a refused or failed job prints (prefixed, no traceback); checks the exit code too."""
+    stderr = res.stderr
+    assert res.returncode == exit_code, (res.returncode, stderr[-3000:])
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("footprint-audit reassess: "), stderr[-3000:]
+    return lines[0]
+
+
+def assert_accounted(out: str | os.PathLike, inputs: list[str]) -> None:
+    """READINGS accounting: every runs row adds up, every input is in runs or dead_letters, the key is unique."""
+    runs, dead, readings = (load_table(out, t) for t in ("runs", "dead_letters", "readings"))
+    for r in runs:
+        assert r["events"] == r["events_used"] + r["events_not_needed"] + r["dead_letters"], r
+    seen = {r["source_file"] for r in runs} | {d["source_file"] for d in dead}
+    assert set(inputs) <= seen, sorted(set(inputs) - seen)
+    keys = [(r["run_id"], r["tool_call_id"], r["occurrence"]) for r in readings]
+    assert len(keys) == len(set(keys)), "the readings key is not unique"
+
+
+def tree_bytes(folder: str | os.PathLike) -> dict[str, bytes]:
+    """Every file under `folder` (relative path → bytes): to show files the tool did not write are untouched."""
+    root = Path(folder)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}

@@ -24,9 +24,11 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import output
+from pipelines import output, ownership
 
 TABLES = ("readings", "dead_letters", "runs")
+#: What a finished output folder holds: the tables and the marker that this tool wrote them.
+FINISHED = sorted([*TABLES, ownership.MARKER])
 
 
 def make_input(d: Path, files: int, runs_per_file: int, calls_per_run: int, tag: str = "") -> None:
@@ -102,7 +104,8 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
     if p.returncode == -signal.SIGKILL:
         # Killed before publishing: the previous run's tables, whole, and nothing else published.
         assert snapshot(out) == previous, when
-        assert set(os.listdir(out)) <= {*TABLES, output.STAGING}
+        # The lock of the killed job is left behind (stale: the kernel let go of it), and taken over below.
+        assert set(os.listdir(out)) <= {*FINISHED, output.STAGING, ownership.LOCK}
     else:  # pragma: no cover - the machine finished the job before the kill
         assert p.returncode == 0
     again = cli(base / "big", out)
@@ -110,13 +113,17 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
     assert again.returncode == 0, err.decode()[-2000:]
     assert "Traceback" not in err.decode()
     assert snapshot(out) == clean
-    assert sorted(os.listdir(out)) == sorted(TABLES)
+    assert sorted(os.listdir(out)) == FINISHED
 
 
 KILL_AT = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from pipelines import output
+from pipelines import output, ownership
+import json
+from pathlib import Path
+# The publishing job owns its staging folder (it is gone after the kill).
+(Path(sys.argv[2]) / ownership.OWNER).write_text(json.dumps(ownership.owner_note()))
 n, real, calls = int(sys.argv[1]), os.replace, [0]
 def replace(a, b):
     calls[0] += 1
@@ -128,7 +135,7 @@ output.publish(sys.argv[2], sys.argv[3])
 """
 
 
-@pytest.mark.parametrize("k", range(1, 9))
+@pytest.mark.parametrize("k", range(1, 10))
 def test_a_publish_killed_between_renames_is_finished_or_discarded_never_mixed(inputs, tmp_path, k):
     base, clean, _ = inputs
     out = tmp_path / "out"
@@ -144,7 +151,7 @@ def test_a_publish_killed_between_renames_is_finished_or_discarded_never_mixed(i
     output.clean_stale_staging(str(out))  # what the next job does first
     got = {t: load_table(out, t) for t in TABLES}
     assert got in (old, new), f"mixed tables after a kill at rename {k}: " + str({t: got[t] == new[t] for t in TABLES})
-    assert sorted(os.listdir(out)) == sorted(TABLES)
+    assert sorted(os.listdir(out)) == FINISHED
 
 
 def _clean_dir(base: Path) -> Path:

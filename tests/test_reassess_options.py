@@ -95,6 +95,9 @@ def test_a_folder_lists_every_file_at_any_depth_with_its_size(tmp_path, monkeypa
     (root / STAGING / "readings").mkdir(parents=True)
     (root / STAGING / "readings" / "part.parquet").write_bytes(b"p")
     monkeypatch.chdir(tmp_path)
-    expected = [("in/.hidden.json", 0), ("in/a/b/deep.json", 7), ("in/link.json", 2), ("in/top.jsonl", 2)]
+    # A folder named _staging in an input is an input like any other (only the output's is left out);
+    # a link to a folder is listed, not walked: the reader makes it an `unreadable` dead letter.
+    expected = [("in/.hidden.json", 0), ("in/_staging/readings/part.parquet", 1), ("in/a/b/deep.json", 7),
+                ("in/link.json", 2), ("in/linked-folder", 0), ("in/top.jsonl", 2)]
     assert reassess.expand_inputs(["./in"]) == expected
     assert reassess.expand_inputs(["in/"]) == expected

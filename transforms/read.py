@@ -80,10 +80,13 @@ class Progress:
 
 
 class _ReadFileFn(ArgsOnceDoFn):
-    def __init__(self, max_event_bytes: int, total_files: int, progress: bool) -> None:
+    def __init__(
+        self, max_event_bytes: int, total_files: int, progress: bool, local_paths: dict[str, str] | None = None
+    ) -> None:
         self.max_event_bytes = max_event_bytes
         self.total_files = total_files
         self.progress_enabled = progress
+        self.local_paths = local_paths or {}
         self.files = Metrics.counter("read", "files")
         self.events = Metrics.counter("read", "events")
         self.dead = Metrics.counter("read", "dead_letters")
@@ -94,7 +97,7 @@ class _ReadFileFn(ArgsOnceDoFn):
 
     def process(self, path: str) -> Iterable[Any]:
         self.files.inc()
-        opened = sources.open_source(path, self.max_event_bytes)
+        opened = sources.open_source(path, self.max_event_bytes, self.local_paths.get(path))
         if isinstance(opened, SourceFile):
             n = sum(len(r.events) for r in opened.runs)
             self.events.inc(n)
@@ -123,23 +126,34 @@ class _ReadFileFn(ArgsOnceDoFn):
         if not self.progress_enabled:
             return 0
         try:
-            return os.path.getsize(path)
+            return os.path.getsize(self.local_paths.get(path, path))
         except OSError:
             return 0
 
 
 class ReadInputFiles(beam.PTransform):
-    """File paths → `SourceFile` documents (main), `EVENTS`, `DEAD_LETTERS`, `COUNTS`."""
+    """File paths → `SourceFile` documents (main), `EVENTS`, `DEAD_LETTERS`, `COUNTS`.
 
-    def __init__(self, max_event_bytes: int = sources.DEFAULT_MAX_EVENT_BYTES, total_files: int = 0, progress: bool = True) -> None:
+    Each element is a file's name as the tables show it; `local_paths` maps the few
+    names that differ from where the file is opened (a local name that is not UTF-8).
+    """
+
+    def __init__(
+        self,
+        max_event_bytes: int = sources.DEFAULT_MAX_EVENT_BYTES,
+        total_files: int = 0,
+        progress: bool = True,
+        local_paths: dict[str, str] | None = None,
+    ) -> None:
         super().__init__()
         self.max_event_bytes = max_event_bytes
         self.total_files = total_files
         self.progress = progress
+        self.local_paths = dict(local_paths or {})
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
         outputs = paths | "ReadEachFile" >> beam.ParDo(
-            _ReadFileFn(self.max_event_bytes, self.total_files, self.progress)
+            _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
         ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
         typed(outputs["documents"], SourceFile)
         return outputs

@@ -20,6 +20,7 @@ module stays importable and testable without Beam.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -115,24 +116,51 @@ class SourceError(Exception):
 # --------------------------------------------------------------------------
 
 
-def decompress(data: bytes, name: str) -> bytes:
+def decompress(data: bytes, name: str, limit: int | None = None) -> bytes:
     """Undo gzip or zstd, told by the magic bytes; any other bytes come back unchanged.
 
     `name` is only used in the error detail. Raises `SourceError`
-    (`unreadable`) when compressed data is corrupt or cut short.
+    (`unreadable`) when compressed data is corrupt or cut short, and
+    (`too-large`) when it inflates to more than `limit` bytes: at most
+    `limit` + 1 bytes are ever inflated.
     """
     if data.startswith(GZIP_MAGIC):
         try:
-            return gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as gz:
+                out = gz.read() if limit is None else gz.read(limit + 1)
         except (OSError, EOFError, zlib.error) as exc:
             raise SourceError(REASON_UNREADABLE, f"The gzip data of {name} cannot be read ({exc}).") from None
-    if data.startswith(ZSTD_MAGIC):
+    elif data.startswith(ZSTD_MAGIC):
         try:
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-            return reader.read()
+            out = reader.read() if limit is None else _read_at_most(reader, limit + 1)
         except zstandard.ZstdError as exc:
             raise SourceError(REASON_UNREADABLE, f"The zstd data of {name} cannot be read ({exc}).") from None
-    return data
+    else:
+        return data
+    if limit is not None and len(out) > limit:
+        raise SourceError(REASON_TOO_LARGE, _document_too_large_detail(limit))
+    return out
+
+
+def _read_at_most(stream: Any, size: int) -> bytes:
+    """Up to `size` bytes of `stream` (fewer only at its end), however little each read gives."""
+    parts = []
+    left = size
+    while left > 0:
+        chunk = stream.read(left)
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _document_too_large_detail(limit: int) -> str:
+    return (
+        f"The file is one JSON document of more than {limit} bytes (decompressed), over the "
+        "--max-event-bytes limit for a document read whole; it was not read."
+    )
 
 
 class _Prepended(io.RawIOBase):
@@ -746,9 +774,11 @@ def read_document(
     it, strings are exactly what `JSON.parse` gives.
     """
     try:
-        data = decompress(data, source_file)
+        data = decompress(data, source_file, max_event_bytes)
     except SourceError as exc:
         return _file_failure(source_file, exc.reason, exc.detail, data)
+    if len(data) > max_event_bytes:
+        return _file_failure(source_file, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
     return _parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 
@@ -961,15 +991,25 @@ def _first_line_is_event(data: bytes) -> bool:
     return first.startswith(b"{") and _is_event_shaped_line(first)
 
 
-def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
+def open_source(
+    path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, local_path: str | None = None
+) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
     """One input file, opened and sniffed: a `SourceFile` for a document (or a failed file),
     or `(format, items)` for a JSON Lines / SSE file, whose events are streamed as they are read.
 
-    A small local file that is not compressed is read whole, in one call; any other
-    file is streamed (and decompressed) as it is read. Never raises for bad input:
-    failures are dead letters.
+    `path` is the file's name in the tables; `local_path`, when given, is where it is
+    opened (a local name that is not UTF-8, as the OS gives it). A local input that is
+    not a regular file (a FIFO, a device, a socket, a folder) is never read: it is an
+    `unreadable` dead letter. A small local file that is not compressed is read whole,
+    in one call; any other file is streamed (and decompressed) as it is read. A whole
+    JSON document is read up to `max_event_bytes` (decompressed) and no further: a
+    larger one is a `too-large` dead letter. Never raises for bad input: failures are
+    dead letters.
     """
-    whole = _whole_local_file(path)
+    local = _open_local(local_path or path, path)
+    if isinstance(local, SourceFile):
+        return local
+    whole = local if type(local) is bytes else None
     if whole is not None and not whole.startswith((GZIP_MAGIC, ZSTD_MAGIC)):
         fmt = _sniffed(path, whole[:HEAD_BYTES])
         if isinstance(fmt, SourceFile):
@@ -977,10 +1017,17 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         if fmt in LINE_FORMATS:
             lines = io.BytesIO(whole)
             return fmt, _closing(lines, _line_items(path, lines, fmt, max_event_bytes))
+        if len(whole) > max_event_bytes:
+            return _capped_document(path, whole, io.BytesIO(), max_event_bytes)
         return _document_source(path, whole, max_event_bytes)
     try:
-        stream = open_stream(path) if whole is None else _decompressing(io.BytesIO(whole))
+        if local is None:
+            stream = open_stream(path)
+        else:
+            stream = _decompressing(io.BytesIO(whole) if whole is not None else local)
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
+        if local is not None and whole is None:
+            local.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
         head, taken = _head(stream)
@@ -995,34 +1042,88 @@ def open_source(path: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> So
         rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20) if taken else stream
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
-        data = head + stream.read() if taken else stream.read()
+        # At most one byte past the cap is read: a document that inflates to gigabytes is never held.
+        data = head + stream.read(max_event_bytes + 1 - len(head)) if taken else stream.read(max_event_bytes + 1)
     except _READ_ERRORS as exc:
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
-    finally:
         stream.close()
+        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+    if len(data) > max_event_bytes:
+        return _capped_document(path, data, stream, max_event_bytes)
+    stream.close()
     return _document_source(path, data, max_event_bytes)
+
+
+def _capped_document(
+    path: str, data: bytes, stream: BinaryIO, max_event_bytes: int
+) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
+    """A file sniffed as a JSON document, longer than `max_event_bytes`: `data` is what was read of it,
+    `stream` the rest. JSON Lines after all when its first line is an event (then streamed on, line by
+    line), else a `too-large` dead letter."""
+    if _first_line_is_event(data):
+        rest = io.BufferedReader(_Prepended(data, stream), buffer_size=1 << 20)
+        return FORMAT_EVENT_STREAM, _closing(rest, _line_items(path, rest, FORMAT_EVENT_STREAM, max_event_bytes))
+    stream.close()
+    return _file_failure(path, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
 
 
 #: Local files up to this size are read whole, in one call (no stream buffer, one copy).
 WHOLE_FILE_BYTES = 16 << 20
 
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-def _whole_local_file(path: str) -> bytes | None:
-    """The bytes of a local regular file of at most `WHOLE_FILE_BYTES`, read in one call; None for
-    anything else (remote, larger, not a regular file, not openable), which is streamed instead
-    and whose errors the streaming path reports."""
+
+def _not_regular(path: str, name: str, mode: int) -> SourceFile:
+    """The dead letter of an input that is not a regular file (it is never read)."""
+    kind = next((what for test, what in _NOT_REGULAR if test(mode)), "not a regular file")
+    if stat.S_ISDIR(mode) and os.path.islink(path):
+        detail = ("The input is a link to a folder; links to folders are not followed "
+                  "(name the folder as an --input of its own to read it).")
+    else:
+        detail = f"The input is {kind}, not a regular file; it was not read."
+    return _file_failure(name, REASON_UNREADABLE, detail)
+
+
+def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
+    """A local input, opened without ever blocking: its bytes when it is a regular file of at most
+    `WHOLE_FILE_BYTES` (read in one call), an open binary file when it is larger, an `unreadable`
+    `SourceFile` when it is not a regular file or cannot be opened; None for a remote path."""
     from apache_beam.io.filesystems import FileSystems
 
     if FileSystems.get_scheme(path) is not None:
         return None
     try:
-        with open(path, "rb", buffering=0) as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > WHOLE_FILE_BYTES:
-                return None
+        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; it is then only fstat'ed.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device with nothing behind it)
+            try:
+                return _not_regular(path, name, os.stat(path).st_mode)
+            except OSError:
+                pass
+        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return _not_regular(path, name, info.st_mode)
+        os.set_blocking(fd, True)
+        f = open(fd, "rb", buffering=0 if info.st_size <= WHOLE_FILE_BYTES else 1 << 20)  # owns fd from here
+    except OSError as exc:
+        os.close(fd)
+        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+    if info.st_size > WHOLE_FILE_BYTES:
+        return f  # type: ignore[return-value]
+    try:
+        with f:
             return f.readall()
-    except OSError:
-        return None
+    except OSError as exc:
+        return _file_failure(name, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc.strerror}).")
 
 
 def _sniffed(path: str, head: bytes) -> str | None | SourceFile:

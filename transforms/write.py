@@ -17,6 +17,12 @@ decoding every row dict, and the writer sorts the shard's batches with Arrow. `W
 tables through ONE `GroupByKey` keyed `(table, shard)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
 made, and only the batches are flattened. `WriteTable` is the one-table case.
+
+`WriteTables` may be given the run copies left out (`transforms.run_copies`):
+`(run_id, source_file)` pairs, a side input of the shard writer (after the
+shuffle, so it costs nothing upstream). Their `readings` and `dead_letters`
+rows are not written and their `runs` rows count every event as not needed;
+with no pair (the usual case) the tables are written as they come.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ __all__ = [
     "rows_to_ipc",
     "arrow_to_ipc",
     "ipc_to_table",
+    "without_copies",
 ]
 
 #: Rows per Arrow batch sent through the shuffle (fewer when their bytes pass `BATCH_BYTES`).
@@ -196,15 +203,41 @@ class _BatchRowsFn(ArgsOnceDoFn):
         return out
 
 
+def without_copies(table: str, arrow: pa.Table, copies: list[tuple[str, str]]) -> pa.Table:
+    """`arrow` without the rows of the run copies left out (`readings`, `dead_letters`), or with
+    their `runs` rows counting every event as not needed; unchanged when `copies` is empty."""
+    if not copies or arrow.num_rows == 0:
+        return arrow
+    keys = pa.array(sorted({f"{run_id}\x00{source}" for run_id, source in copies}), type=pa.string())
+    row_keys = pc.binary_join_element_wise(arrow.column("run_id"), arrow.column("source_file"), "\x00")
+    left_out = pc.fill_null(pc.is_in(row_keys, value_set=keys), False)
+    if table != "runs":
+        return arrow.filter(pc.invert(left_out))
+    zero = pa.scalar(0, arrow.schema.field("events_used").type)
+    changed = {
+        "events_used": zero,
+        "events_not_needed": arrow.column("events"),
+        "dead_letters": zero,
+        "tool_calls": zero,
+    }
+    for name, value in changed.items():
+        i = arrow.schema.get_field_index(name)
+        column = pc.if_else(left_out, value, arrow.column(name)).cast(arrow.schema.field(name).type)
+        arrow = arrow.set_column(i, arrow.schema.field(name), column)
+    return arrow
+
+
 class _WriteShardFn(ArgsOnceDoFn):
     def __init__(self, directory: str, shards: dict[str, int]) -> None:
         self.directory = directory
         self.shards = shards
 
-    def process(self, item: tuple[tuple[str, int], Iterable[bytes]]) -> Iterable[str]:
+    def process(self, item: tuple[tuple[str, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
         (table, shard), batches = item
         path = FileSystems.join(self.directory, table, part_name(shard, self.shards[table]))
         arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
+        if copies:
+            arrow = without_copies(table, arrow, copies)
         yield write_arrow_file(path, sort_arrow(table, arrow).combine_chunks())
 
 
@@ -214,12 +247,16 @@ class WriteTables(beam.PTransform):
 
     Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them, each
     element a row or a list of rows; `shards` gives a table's number of files (1 when not named).
+    `copies`: a PCollection of `(run_id, source_file)` run copies left out (`without_copies`).
     """
 
-    def __init__(self, directory: str, shards: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, directory: str, shards: dict[str, int] | None = None, copies: beam.PCollection | None = None
+    ) -> None:
         super().__init__()
         self.directory = directory
         self.shards = dict(shards or {})
+        self.copies = copies
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
         shards = {table: max(1, self.shards.get(table, 1)) for table in tables}
@@ -230,10 +267,11 @@ class WriteTables(beam.PTransform):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
                 batches.append(part | label >> beam.ParDo(_BatchRowsFn(table, shards[table])))
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
+        side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
         return (
             batched
             | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, shards))
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, shards), **side)
         )
 
 

@@ -1,0 +1,199 @@
+"""The job's input files: what `--input` names, listed by one set of rules.
+
+Pattern: pure file-system listing, run once by the launcher before the pipeline.
+Role:    a file, a folder (read recursively) or a glob (`**` for any depth)
+         becomes a sorted list of `(path, size)` pairs. A folder and a glob
+         follow the same rules:
+         - every entry that is not a real folder is an input: regular files and
+           links to them are read; a FIFO, a device, a socket, a dangling link,
+           a link to a folder or a link loop is handed on too, and the reader
+           makes it an `unreadable` dead letter (it never opens it for reading);
+         - a walk never goes through a link to a folder, so it cannot leave the
+           tree or loop; a path the user wrote out (no wildcard) is taken as given;
+         - the output folder and everything under it are never inputs;
+         - glob wildcards skip hidden names (`.x`), as `glob.glob` does; a folder
+           input lists them.
+         File names are kept as the OS gives them; `display_name` is the name a
+         table shows (a name that is not UTF-8 with its bytes escaped, `\\xff`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from pathlib import Path
+from typing import Iterator
+
+from apache_beam.io.filesystems import FileSystems
+
+from .errors import UsageError
+
+__all__ = ["expand_inputs", "display_name", "is_local"]
+
+
+def is_local(path: str) -> bool:
+    """True for a path on this machine (no `scheme://`)."""
+    return "://" not in path
+
+
+def display_name(path: str) -> str:
+    """`path` as the tables show it: itself, or (not UTF-8) its bytes with the invalid ones escaped."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
+class _Outside:
+    """Tells whether a local path is the output folder or under it (by device and inode, and by real path)."""
+
+    def __init__(self, output: str | None) -> None:
+        self.id: tuple[int, int] | None = None
+        self.real: str | None = None
+        if output and is_local(output):
+            try:
+                info = os.stat(output)
+            except OSError:
+                return
+            self.id = (info.st_dev, info.st_ino)
+            self.real = os.path.realpath(output)
+
+    def is_output_dir(self, entry: os.DirEntry) -> bool:
+        """True when a folder entry met in a walk is the output folder itself (one stat, only on an inode match)."""
+        if self.id is None or entry.inode() != self.id[1]:
+            return False
+        return entry.stat(follow_symlinks=False).st_dev == self.id[0]
+
+    def holds(self, path: str) -> bool:
+        """True when `path`, links resolved, is the output folder or lies under it."""
+        if self.real is None:
+            return False
+        real = os.path.realpath(path)
+        return real == self.real or real.startswith(self.real.rstrip(os.sep) + os.sep)
+
+
+def _entries_under(folder: str, outside: _Outside, hidden: bool = True) -> Iterator[tuple[str, bool]]:
+    """`(path, is_real_folder)` of everything under `folder`, at any depth; never through a folder link.
+
+    One scan per folder; the output folder is left out with all it holds.
+    `hidden` False leaves out names starting with `.` (and what hidden folders hold).
+    """
+    folders = [folder]
+    while folders:
+        try:
+            scan = os.scandir(folders.pop())
+        except OSError:
+            continue  # a folder that went away or cannot be listed: nothing under it is named
+        with scan as entries:
+            for entry in entries:
+                if not hidden and entry.name.startswith("."):
+                    continue
+                real_dir = entry.is_dir(follow_symlinks=False)
+                if real_dir:
+                    if outside.is_output_dir(entry):
+                        continue
+                    folders.append(entry.path)
+                yield entry.path, real_dir
+
+
+def _names_in(folder: str, pattern: str, outside: _Outside) -> Iterator[tuple[str, bool]]:
+    """`(name, is_real_folder)` of the entries of `folder` that match one glob component."""
+    try:
+        scan = os.scandir(folder or os.curdir)
+    except OSError:
+        return
+    with scan as entries:
+        for entry in entries:
+            if entry.name.startswith(".") and not pattern.startswith("."):
+                continue
+            if fnmatch.fnmatchcase(entry.name, pattern):
+                real_dir = entry.is_dir(follow_symlinks=False)
+                if real_dir and outside.is_output_dir(entry):
+                    continue
+                yield entry.name, real_dir
+
+
+def _glob(pattern: str, outside: _Outside) -> Iterator[tuple[str, bool]]:
+    """`glob.glob(pattern, recursive=True)`'s matches as `(path, is_real_folder)`, except that wildcards
+    never lead through a link to a folder (nor into the output folder)."""
+    dirname, basename = os.path.split(pattern)
+    if not glob.has_magic(pattern):
+        if os.path.lexists(pattern):
+            yield pattern, os.path.isdir(pattern) and not os.path.islink(pattern)
+        return
+    if dirname and dirname != pattern and glob.has_magic(dirname):
+        dirs = [d for d, real_dir in _glob(dirname, outside) if real_dir]
+    else:
+        dirs = [dirname]
+    for folder in dirs:
+        if basename == "**":
+            yield os.path.join(folder, ""), True
+            for path, real_dir in _entries_under(folder or os.curdir, outside, hidden=False):
+                yield (path if folder else path[len(os.curdir + os.sep) :]), real_dir
+        elif glob.has_magic(basename):
+            for name, real_dir in _names_in(folder, basename, outside):
+                yield os.path.join(folder, name), real_dir
+        else:
+            path = os.path.join(folder, basename)
+            if os.path.lexists(path):
+                yield path, os.path.isdir(path) and not os.path.islink(path)
+
+
+def _size(path: str) -> int:
+    """The size of a regular file (a link followed); 0 for anything else, which is not read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return 0
+    return info.st_size if (info.st_mode & 0o170000) == 0o100000 else 0
+
+
+def _local(pattern: str, outside: _Outside) -> dict[str, int]:
+    if not glob.has_magic(pattern):
+        if not os.path.lexists(pattern):
+            raise UsageError(f"--input {pattern}: no such file or folder")
+        if outside.holds(pattern):
+            raise UsageError(f"--input {pattern}: this is the output folder or inside it, which is never read")
+        if os.path.isdir(pattern):
+            return {p: _size(p) for p, real_dir in _entries_under(str(Path(pattern)), outside) if not real_dir}
+        return {pattern: _size(pattern)}
+    found: dict[str, int] = {}
+    keep_dirs = not pattern.endswith("**")
+    for path, real_dir in _glob(pattern, outside):
+        if real_dir and not keep_dirs:
+            continue
+        if os.path.islink(path) and outside.holds(path):
+            continue
+        found[path] = _size(path)
+    return found
+
+
+def _remote(pattern: str, output: str | None) -> dict[str, int]:
+    try:
+        result = FileSystems.match([pattern])[0]
+    except Exception as exc:  # the remote file system's own error
+        raise UsageError(f"--input {pattern}: cannot be listed ({exc})") from None
+    under = output.rstrip("/") + "/" if output and not is_local(output) else None
+    return {
+        meta.path: meta.size_in_bytes
+        for meta in result.metadata_list
+        if under is None or not (meta.path + "/").startswith(under)
+    }
+
+
+def expand_inputs(patterns: list[str], output: str | None = None) -> list[tuple[str, int]]:
+    """Every input (path, size) the patterns name, sorted; raises `UsageError` for a pattern that names none.
+
+    `output`: the job's output folder, whose files are never inputs. The size of
+    anything but a regular file is 0 (it is not read: the reader makes it a dead letter).
+    """
+    outside = _Outside(output)
+    found: dict[str, int] = {}
+    for pattern in patterns:
+        matched = _local(pattern, outside) if is_local(pattern) else _remote(pattern, output)
+        if not matched:
+            raise UsageError(f"--input {pattern}: the pattern matches no file")
+        found.update(matched)
+    return sorted(found.items())

@@ -1,0 +1,87 @@
+"""Issue 14, the command line: unknown options refused, Beam's kept, `--version`, `--summary-json`,
+and the `--max-dead-letter-rate` gate, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli
+from pipelines.options_check import OptionsError, check_beam_args
+from test_cli_inputs import run_file
+
+
+@pytest.fixture
+def inp(tmp_path):
+    run_file(tmp_path / "in" / "run.jsonl", "r-opt")
+    (tmp_path / "in" / "broken.json").write_text("{not json")
+    return tmp_path / "in"
+
+
+def test_a_mistyped_option_is_a_usage_error_naming_it_with_a_close_match(tmp_path, inp):
+    decl = tmp_path / "decl.json"
+    decl.write_text('{"tools": {}}')
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--declarationz", str(decl))
+    said = one_sentence(res, 2)
+    assert said == "footprint-audit reassess: unknown option --declarationz: did you mean --declarations?"
+    assert not (tmp_path / "out").exists()  # nothing was made, nothing was run
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--runer", "DirectRunner"], "unknown option --runer: did you mean --runner?"),
+    (["--no-such-flag"], "unknown option --no-such-flag"),
+    (["stray"], "unexpected argument 'stray'"),
+    (["--direct_num_workers=many"], "--direct_num_workers: invalid int value: 'many'"),
+])
+def test_other_arguments_neither_this_tool_nor_beam_takes_are_refused(tmp_path, inp, args, words):
+    said = one_sentence(reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), *args), 2)
+    assert words in said
+
+
+def test_beam_options_still_pass_through_and_the_job_runs(tmp_path, inp):
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet",
+                       "--direct_num_workers=1", "--job_name", "issue-14", "--experiments", "x", "--pipeline_type_check")
+    assert res.returncode == 0 and res.stderr == "", res.stderr[-3000:]
+    assert_accounted(tmp_path / "out", [str(inp / "run.jsonl"), str(inp / "broken.json")])
+
+
+def test_runner_options_of_flink_and_dataflow_are_known():
+    check_beam_args(["--runner=FlinkRunner", "--flink_master=[local]", "--environment_type=LOOPBACK",
+                     "--flink_job_server_jar", "x.jar", "--streaming", "--runner", "DataflowRunner", "--project", "p",
+                     "--region", "r", "--temp_location", "gs://b/tmp", "--setup_file", "./setup.py"])
+    with pytest.raises(OptionsError, match="did you mean --flink_master"):
+        check_beam_args(["--flink_mastr=[local]"])
+
+
+def test_version():
+    for args in (["--version"], ["reassess", "--version"]):
+        res = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        assert res.returncode == 0 and res.stdout.startswith("footprint-audit ") and res.stderr == "", res
+
+
+def test_summary_json_holds_the_summary_figures(tmp_path, inp):
+    summary = tmp_path / "summary.json"
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--summary-json", str(summary))
+    assert res.returncode == 0, res.stderr
+    figures = json.loads(summary.read_text())
+    runs, dead = load_table(tmp_path / "out", "runs"), load_table(tmp_path / "out", "dead_letters")
+    assert figures["runs"] == 1 and figures["calls_read"] == len(load_table(tmp_path / "out", "readings")) == 2
+    assert figures["dead_letters"] == len(dead) == 1 and figures["dead_letters_by_reason"] == {"not-json": 1}
+    assert figures["events"] == sum(r["events"] for r in runs) + 1 == 5
+    assert figures["dead_letter_rate"] == pytest.approx(1 / 5)
+    assert f"{figures['runs']} runs, {figures['events_in_runs']} events in runs" in res.stdout
+
+
+def test_the_dead_letter_gate_exits_3_after_writing_the_tables(tmp_path, inp):
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(inp), "--output", str(out), "--no-progress", "--quiet", "--max-dead-letter-rate", "0.1")
+    said = one_sentence(res, 3)
+    assert said == "footprint-audit reassess: 1 dead letters in 5 events (20.00%) exceed --max-dead-letter-rate 0.1"
+    assert load_table(out, "readings") and load_table(out, "dead_letters")  # the tables were written
+    res = reassess_cli("--input", str(inp), "--output", str(out), "--no-progress", "--quiet", "--max-dead-letter-rate", "0.2")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    said = one_sentence(reassess_cli("--input", str(inp), "--output", str(out), "--max-dead-letter-rate", "2"), 2)
+    assert "--max-dead-letter-rate" in said
