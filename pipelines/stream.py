@@ -1,21 +1,19 @@
-"""`footprint-audit stream`: audit runs as their events arrive, in event-time windows.
+"""`footprint-audit stream`: audit runs as their events arrive, read by event time.
 
 Reads agentfootprint events from one `--source` — `kafka://BROKERS/TOPIC`,
 `pubsub://projects/P/subscriptions/S`, or `file://GLOB` (recorded files,
-replayed through the streaming path) — keys them by `(run_id, tool_call_id)`,
-joins each call in state (`transforms.stream_join`: a grace period after
-`tool_end`, exact duplicates dropped, corrected readings with `revision` + 1
-for events that arrive after a call was read, `late` dead letters past the
-allowed lateness), and writes the same tables as `reassess` (READINGS.md) as
-one Parquet file per fixed event-time window pane, which dashboards pick up
-within minutes.
+replayed through the streaming path) — stamps each with its own
+`meta.wallClockMs`, keys call events by `(run_id, tool_call_id)`, joins each
+call in state (`transforms.stream_join`) and writes the same tables as
+`reassess` every few seconds (`transforms.stream_write`).
 
 Run locally (replay recordings through the streaming path)::
 
     footprint-audit stream --source 'file://examples/recordings/**' --output out-stream/ \\
         --declarations examples/declarations.json
 
-Run on an embedded Flink, reading Kafka::
+Run on an embedded Flink, reading Kafka (checkpointed under `OUT/_state/`, and
+resumed from its latest checkpoint when started again)::
 
     footprint-audit stream --source kafka://127.0.0.1:9092/agent-events --output out-stream/ \\
         --runner FlinkRunner --flink_master='[local]' --environment_type=LOOPBACK --streaming
@@ -31,34 +29,26 @@ from __future__ import annotations
 
 import argparse
 import glob
-import itertools
 import os
 import sys
-from typing import Any, Iterable
+from typing import Any
 
 import apache_beam as beam
-from apache_beam import pvalue
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.transforms.window import TimestampedValue
 
-from readers.jsvalues import is_js_number
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
-from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 from transforms import sources
-from transforms.accounting import RunCounts, add_counts, run_row
-from transforms.calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
-from transforms.dofn_base import ArgsOnceDoFn
-from transforms.held import hold
+from transforms.accounting import add_counts, run_row
+from transforms.kafka_read import KafkaSpec, ReadKafkaEvents
+from transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ParseMessageFn, ReadFilesAsStreamFn
+from transforms.stream_join import COUNT_FIXES, StatefulCallJoin
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
-from transforms.stream_join import StatefulCallJoin
-from transforms.stream_write import WriteWindowedTable
+from transforms.stream_write import WriteStreamTable, every_few_seconds
 from transforms.worker_gc import tune_gc
 
-__all__ = ["run", "build_stream", "parse_source", "UsageError"]
+from . import flink_state
 
-KEYED = "keyed"
-DEAD = "dead_letters"
-COUNTS = "counts"
+__all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
 
 class UsageError(Exception):
@@ -87,81 +77,6 @@ def parse_source(uri: str) -> tuple[str, dict]:
     raise UsageError(f"--source {uri}: use kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
 
 
-def _timestamped(source: str, item: Event | DeadLetter, fallback_ms: Any = None) -> Any:
-    """An event at its event time (`meta.wallClockMs`); a dead letter at the message's time."""
-    if isinstance(item, Event):
-        ms = item.meta.get("wallClockMs")
-        if is_js_number(ms) and 0 <= ms < 8.64e15:
-            return TimestampedValue((source, item), float(ms) / 1000)
-        detail = f"Event {item.index} ({item.type}) has no numeric meta.wallClockMs, so it has no event time for a stream."
-        return TimestampedValue(DeadLetter(source, item.index, item.run_id, REASON_BAD_FIELD, detail, b"").row(), _fallback(fallback_ms))
-    return TimestampedValue(item.row(), _fallback(fallback_ms))
-
-
-def _fallback(ms: Any) -> float:
-    return float(ms) / 1000 if is_js_number(ms) and ms >= 0 else 0.0
-
-
-class _ReadFilesAsStreamFn(ArgsOnceDoFn):
-    """`file://` replay: each file's events, at their event times."""
-
-    def __init__(self, max_event_bytes: int) -> None:
-        self.max_event_bytes = max_event_bytes
-
-    def setup(self) -> None:
-        tune_gc()
-
-    def process(self, path: str) -> Iterable[Any]:
-        opened = sources.open_source(path, self.max_event_bytes)
-        if isinstance(opened, SourceFile):
-            items: Iterable[Any] = itertools.chain(
-                opened.dead_letters, *((*run.events, *run.dead_letters) for run in opened.runs)
-            )
-        else:
-            items = opened[1]
-        for item in items:
-            yield _timestamped(path, item)
-
-
-class _ParseMessageFn(ArgsOnceDoFn):
-    """A Kafka record / Pub/Sub message `(source, index, bytes, time_ms)` → a timestamped event or dead letter."""
-
-    def __init__(self, max_event_bytes: int) -> None:
-        self.max_event_bytes = max_event_bytes
-
-    def setup(self) -> None:
-        tune_gc()
-
-    def process(self, msg: tuple[str, int, bytes, Any]) -> Iterable[Any]:
-        source, index, data, time_ms = msg
-        item = sources.event_from_message(source, index, bytes(data or b""), self.max_event_bytes)
-        yield _timestamped(source, item, time_ms)
-
-
-class _ClassifyFn(ArgsOnceDoFn):
-    """A timestamped event → keyed call event, dead letter, and its run's partial counts."""
-
-    def process(self, element: Any) -> Iterable[Any]:
-        if isinstance(element, dict):  # a dead-letter row from parsing
-            if element.get("run_id") is not None:
-                yield pvalue.TaggedOutput(COUNTS, ((element["run_id"], element["source_file"]), RunCounts(events=1, dead_letters=1)))
-            yield pvalue.TaggedOutput(DEAD, element)
-            return
-        source, ev = element
-        kind = classify_event(ev)
-        counts = RunCounts(events=1, session_id=ev.session_id, format="stream")
-        if kind is CALL:
-            counts.used = 1
-            counts.tool_calls = 1 if ev.type == "stream.tool_end" else 0
-            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), hold(source, ev)))
-        elif kind is NOT_NEEDED:
-            counts.not_needed = 1
-        else:
-            counts.dead_letters = 1
-            yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
-        yield pvalue.TaggedOutput(COUNTS, ((ev.run_id, source), counts))
-
-
 def _expand_files(pattern: str) -> list[str]:
     if os.path.isdir(pattern):
         return sorted(os.path.join(d, f) for d, _, fs in os.walk(pattern) for f in fs)
@@ -172,40 +87,35 @@ def _expand_files(pattern: str) -> list[str]:
     return names
 
 
-def _messages(p: beam.Pipeline, kind: str, parts: dict, args: argparse.Namespace) -> beam.PCollection:
-    if kind == "kafka":
-        from apache_beam.io.kafka import ReadFromKafka
-
-        kwargs: dict = {}
-        if args.max_records:
-            kwargs["max_num_records"] = args.max_records
-        if args.max_read_seconds:
-            kwargs["max_read_time"] = args.max_read_seconds
-        if args.expansion_service:
-            kwargs["expansion_service"] = args.expansion_service
-        records = p | "ReadKafka" >> ReadFromKafka(
-            consumer_config={
-                "bootstrap.servers": parts["brokers"],
-                "auto.offset.reset": "earliest",
-                "group.id": args.consumer_group,
-            },
-            topics=[parts["topic"]],
-            with_metadata=True,
-            # Event time: the record's CreateTime, which producers set to the event's
-            # wallClockMs (or Kafka sets to the send time, the same for a live run).
-            timestamp_policy=ReadFromKafka.create_time_policy,
-            **kwargs,
-        )
-        return records | "KafkaMessages" >> beam.Map(
-            lambda r: (f"kafka://{r.topic}/{r.partition}", int(r.offset), r.value, r.timestamp)
-        )
+def _pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
     from apache_beam.io.gcp.pubsub import ReadFromPubSub
 
-    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=parts["subscription"], with_attributes=True)
-    uri = "pubsub://" + parts["subscription"]
+    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
+    uri = "pubsub://" + subscription
     return msgs | "PubSubMessages" >> beam.Map(
         lambda m: (uri, 0, m.data, int(m.publish_time.micros // 1000) if m.publish_time else None)
     )
+
+
+def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> beam.PCollection:
+    """The source → `(source, Event)` and dead-letter rows, each at its event time."""
+    kind, parts = parse_source(source_uri)
+    if kind == "file":
+        files = _expand_files(parts["pattern"])
+        return p | "SourceFiles" >> beam.Create(files) | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes))
+    if kind == "kafka":
+        spec = KafkaSpec(
+            brokers=parts["brokers"],
+            topic=parts["topic"],
+            group=args.consumer_group,
+            max_event_bytes=args.max_event_bytes,
+            out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
+            idle_ms=int(args.idle_seconds * 1000),
+            max_records=args.max_records,
+            max_read_seconds=args.max_read_seconds,
+        )
+        return p | "ReadKafka" >> ReadKafkaEvents(spec)
+    return _pubsub_messages(p, parts["subscription"]) | "ParseMessages" >> beam.ParDo(ParseMessageFn(args.max_event_bytes))
 
 
 def build_stream(
@@ -215,37 +125,34 @@ def build_stream(
     declarations: Declarations,
     args: argparse.Namespace,
 ) -> None:
-    """Wire the streaming job: source → events → stateful join → windowed tables."""
-    kind, parts = parse_source(source_uri)
-    if kind == "file":
-        files = _expand_files(parts["pattern"])
-        events = p | "SourceFiles" >> beam.Create(files) | "ReplayFiles" >> beam.ParDo(_ReadFilesAsStreamFn(args.max_event_bytes))
-    else:
-        events = _messages(p, kind, parts, args) | "ParseMessages" >> beam.ParDo(_ParseMessageFn(args.max_event_bytes))
-    classified = events | "ClassifyAndKey" >> beam.ParDo(_ClassifyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
+    """Wire the streaming job: source → events → stateful join → tables written every few seconds."""
+    events = _events(p, source_uri, args)
+    classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
     )
-    w, late = args.window_seconds, args.allowed_lateness_seconds
-    joined["readings"] | "WriteReadings" >> WriteWindowedTable("readings", out, w, late)
+    # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
+    w, flush = args.window_seconds, 0 if parse_source(source_uri)[0] == "file" else args.flush_seconds
+    joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush)
     (
         (classified[DEAD], joined[JOIN_DEAD])
         | "AllDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteWindowedTable("dead_letters", out, w, late)
+        | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush)
     )
     (
-        classified[COUNTS]
-        | "CountWindows" >> beam.WindowInto(beam.window.FixedWindows(w))
+        (classified[COUNTS], joined[COUNT_FIXES])
+        | "AllCounts" >> beam.Flatten()
+        | "CountEveryFewSeconds" >> every_few_seconds(flush)
         | "AddUpCounts" >> beam.CombinePerKey(add_counts)
         | "RunRow" >> beam.Map(lambda kv: run_row(kv[0][0], kv[0][1], "stream", kv[1]))
-        | "WriteRuns" >> WriteWindowedTable("runs", out, w, late)
+        | "WriteRuns" >> WriteStreamTable("runs", out, w, flush)
     )
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="footprint-audit stream",
-        description="Audit agentfootprint runs as their events arrive; readings per event-time window.",
+        description="Audit agentfootprint runs as their events arrive; readings by event time.",
         epilog="Any other option is passed to Beam (--runner, --streaming, Flink's and Dataflow's options).",
     )
     p.add_argument("--source", required=True, metavar="URI", help="kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
@@ -253,58 +160,75 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
     p.add_argument("--grace-seconds", type=float, default=30.0, help="event time to wait after tool_end before reading (default 30)")
     p.add_argument("--allowed-lateness-seconds", type=float, default=600.0, help="how late an event may still correct a reading (default 600)")
-    p.add_argument("--window-seconds", type=float, default=60.0, help="output window length in event time (default 60)")
+    p.add_argument("--window-seconds", type=float, default=60.0, help="event-time length of the output's folders (default 60)")
+    p.add_argument("--flush-seconds", type=int, default=2, help="how often rows are written, in whole seconds of wall clock (default 2)")
+    p.add_argument("--out-of-orderness-seconds", type=float, default=5.0,
+                   help="Kafka: how far behind the latest event an event may still arrive on time (default 5)")
+    p.add_argument("--idle-seconds", type=float, default=10.0,
+                   help="Kafka: a partition caught up this long does not hold event time back (default 10)")
     p.add_argument("--max-event-bytes", type=int, default=sources.DEFAULT_MAX_EVENT_BYTES)
-    p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (bounded read; tests)")
-    p.add_argument("--max-read-seconds", type=int, default=0, help="Kafka: stop reading after this many seconds (bounded read)")
-    p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id")
-    p.add_argument("--expansion-service", default=None,
-                   help="Kafka: HOST:PORT of a running expansion service, or a jar (default: the cached one, see tools/fetch_jars.py)")
+    p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
+    p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
+    p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
+    flink_state.add_arguments(p)
     return p
 
 
-def _with_java_services(args: argparse.Namespace, beam_args: list[str]) -> list[str]:
-    """Fill in the Java side from the cached jars: the Flink job server, Kafka's expansion service."""
-    from . import jars
-
-    beam_args = jars.with_flink_job_server(beam_args)
-    if args.source.startswith("kafka://"):
-        if not args.expansion_service:
-            args.expansion_service = jars.kafka_expansion_service(jars.ensure_jars())
-        elif args.expansion_service.endswith(".jar"):
-            args.expansion_service = jars.kafka_expansion_service({"expansion_service_jar": args.expansion_service})
-    return beam_args
+def _check(args: argparse.Namespace) -> None:
+    for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more")
+    for name in ("window_seconds", "flush_seconds"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be more than 0")
+    if args.max_event_bytes <= 0 or args.max_records < 0:
+        raise UsageError("--max-event-bytes must be more than 0 and --max-records 0 or more")
+    if os.path.isfile(args.output):
+        raise UsageError(f"--output {args.output} is a file; give a folder")
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the streaming job; returns the exit code (2 for a usage mistake)."""
+    """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
     args, beam_args = _parser().parse_known_args(argv)
     try:
         declarations = load_declarations(args.declarations)
         parse_source(args.source)
+        _check(args)
     except (UsageError, DeclarationsError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
-        beam_args = _with_java_services(args, beam_args)
-    except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
-        print(f"footprint-audit stream: {exc}", file=sys.stderr)
-        return 2
-    options = PipelineOptions(beam_args)
-    runner = None
-    if options.view_as(StandardOptions).runner is None:
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        with flink_state.FlinkSession(args, beam_args) as session:
+            options = PipelineOptions(session.beam_args)
+            runner: Any = None
+            if options.view_as(StandardOptions).runner is None:
+                from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-        runner = FnApiRunner()
-    try:
-        pipeline = beam.Pipeline(runner=runner, options=options)
-        build_stream(pipeline, args.source, args.output, declarations, args)
+                runner = FnApiRunner()
+            pipeline = beam.Pipeline(runner=runner, options=options)
+            build_stream(pipeline, args.source, args.output, declarations, args)
+            if session.resumed_from:
+                print(f"footprint-audit stream: resuming from {session.resumed_from}", file=sys.stderr)
+            result = pipeline.run()
+            try:
+                result.wait_until_finish()
+            except KeyboardInterrupt:
+                try:
+                    result.cancel()
+                except Exception:  # the job server may be going down with us
+                    pass
+                raise
     except UsageError as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
-    pipeline.run().wait_until_finish()
-    print(f"footprint-audit stream: done; tables under {args.output} (one folder per window)")
+    except flink_state.FlinkStartError as exc:
+        print(f"footprint-audit stream: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("footprint-audit stream: interrupted; files written so far stay, the state is kept for a resume", file=sys.stderr)
+        return 130
+    print(f"footprint-audit stream: done; tables under {args.output}")
     return 0
 
 

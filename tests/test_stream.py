@@ -1,9 +1,12 @@
-"""The streaming path on Beam's local streaming runner (TestStream): the stateful join, windows, files.
+"""The streaming path on Beam's local streaming runner (TestStream): the stateful join, its order, files.
 
-Events arrive in order, out of order, twice, late within the allowed
-lateness (a corrected reading, revision + 1) and too late (a `late` dead
-letter); a call whose `tool_end` never comes is reported `unknown` when its
-timer fires, and its state is cleared.
+Events arrive in order, out of order, twice (also redelivered from another
+offset), late within the allowed lateness (a corrected reading, revision + 1)
+and too late (a `late` dead letter); a call whose `tool_end` never comes is
+reported `unknown` when its timer fires, and its state is cleared. TestStream
+alone proves nothing about a real source (it hands events the positions they
+were given); `tests/integration/test_stream_kafka_flink.py` runs the same on
+a real Kafka broker and Flink.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
-from apache_beam.transforms.window import IntervalWindow, TimestampedValue
+from apache_beam.transforms.window import TimestampedValue
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
 from pipelines import stream as stream_mod
@@ -21,7 +24,7 @@ from schemas.declarations import Declarations
 from schemas.events import Event
 from transforms.held import hold
 from transforms.stream_join import StatefulCallJoin
-from transforms.stream_write import WriteWindowedTable, pane_file, window_folder
+from transforms.stream_write import WriteStreamTable, pane_file, window_folder
 
 T0 = 1_790_000_000  # seconds
 
@@ -48,12 +51,13 @@ def readings_of(test_stream: TestStream, **kw):
         lambda r: (r["tool_call_id"], r["revision"], r["outcome"], r["emptiness"], r["door_absent"], r["tool_name"])
     )
     dead = out["dead_letters"] | "Dead" >> beam.Map(lambda r: (r["reason"], r["event_index"]))
-    return p, summary, dead
+    fixes = out["count_fixes"] | "Fixes" >> beam.Map(lambda kv: (kv[1].used, kv[1].not_needed, kv[1].dead_letters))
+    return p, summary, dead, fixes
 
 
 def test_in_order_events_give_one_reading():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT), arrive(END)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
     assert_that(dead, equal_to([]), label="dead")
     p.run()
@@ -68,7 +72,7 @@ def test_out_of_order_events_within_the_grace_period_make_the_door():
         .add_elements([arrive(ABSENT), arrive(START)])
         .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     )
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
     p.run()
 
@@ -77,14 +81,56 @@ def test_duplicated_events_are_dropped():
     ts = (
         TestStream()
         .advance_watermark_to(T0)
-        .add_elements([arrive(START), arrive(START), arrive(ABSENT), arrive(END_PLAIN)])
+        .add_elements([arrive(START), arrive(START, "kafka://t/1"), arrive(ABSENT), arrive(END_PLAIN)])
         .add_elements([arrive(END_PLAIN), arrive(ABSENT)])
+        .advance_watermark_to(T0 + 60)
+        .add_elements([arrive(ev(7, "tools.absent", "c1", T0 + 0.002, toolName="find_volumes", iteration=1, checked=["inventory"]))])
         .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     )
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
+    # a redelivery (another partition, another offset) is the same event: no phantom occurrence,
+    # no correction; each dropped copy moves from "used" to "not needed" in its run's counts
+    assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
+    assert_that(dead, equal_to([]), label="dead")
+    assert_that(fixes, equal_to([(-1, 1, 0)] * 4), label="fixes")
+    p.run()
+
+
+def test_events_are_ordered_by_event_time_and_call_order_not_by_arrival():
+    """A tool_end delivered before its tool_start, and a declaration after the tool_end
+    (same wallClockMs, larger offset), give the one occurrence reassess gives."""
+    start = ev(9, "stream.tool_start", "c1", T0, toolName="find_volumes")
+    absent = ev(8, "tools.absent", "c1", T0 + 0.004, toolName="find_volumes", iteration=1, checked=["inventory"])
+    end = ev(3, "stream.tool_end", "c1", T0 + 0.004, result=[])
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([arrive(end), arrive(start)])
+        .advance_watermark_to(T0 + 5)
+        .add_elements([arrive(absent)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
     assert_that(dead, equal_to([]), label="dead")
     p.run()
+
+
+def test_order_call_events_sorts_by_time_then_canonical_order_and_drops_copies():
+    from transforms.held import encode_held
+    from transforms.stream_join import order_call_events
+
+    end = ev(1, "stream.tool_end", "c1", T0, result=[])
+    absent = ev(2, "tools.absent", "c1", T0, toolName="t")
+    start = ev(3, "stream.tool_start", "c1", T0, toolName="t")
+    copy = ev(4, "stream.tool_start", "c1", T0, toolName="t")  # a redelivery at another offset
+    positioned, originals, dropped = order_call_events(
+        [encode_held("kafka://t/0", e) for e in (end, absent, start)] + [encode_held("kafka://t/1", copy)]
+    )
+    assert [e.type for _s, e in positioned] == ["stream.tool_start", "tools.absent", "stream.tool_end"]
+    assert [e.index for _s, e in positioned] == [0, 1, 2]
+    assert [(s, e.index) for s, e in originals] == [("kafka://t/0", 3), ("kafka://t/0", 2), ("kafka://t/0", 1)]
+    assert dropped == 1
 
 
 def test_an_event_after_the_reading_gives_a_corrected_reading():
@@ -96,7 +142,7 @@ def test_an_event_after_the_reading_gives_a_corrected_reading():
         .add_elements([arrive(ABSENT)])  # late, but within the allowed lateness
         .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     )
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(
         summary,
         equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"), ("c1", 1, "ran", "declared-absent", True, "find_volumes")]),
@@ -117,56 +163,61 @@ def test_an_event_past_the_allowed_lateness_is_a_late_dead_letter():
         .add_elements([arrive(ABSENT)])
         .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     )
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(
         summary,
         equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"), ("c2", 0, "unknown", None, False, "x")]),
         label="readings",
     )
     assert_that(dead, equal_to([("late", 1)]), label="dead")
+    assert_that(fixes, equal_to([(-1, 0, 1)]), label="fixes")  # the late event is a dead letter in its run's counts
     p.run()
 
 
 def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "unknown", None, True, "find_volumes")]), label="readings")
     p.run()
 
 
 def test_events_that_never_make_a_call_are_late_dead_letters_not_dropped():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
-    p, summary, dead = readings_of(ts)
+    p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([]), label="readings")
     assert_that(dead, equal_to([("late", 1)]), label="dead")
     p.run()
 
 
 def test_window_folder_and_pane_file_names():
-    win = IntervalWindow(T0, T0 + 60)
-    assert window_folder(win) == "window=2026-09-21T14:13:20Z--2026-09-21T14:14:20Z"
-    assert pane_file(0) == "pane-00000.parquet" and pane_file(3) == "pane-00003.parquet"
+    assert window_folder(T0 - T0 % 60, 60) == "window=2026-09-21T14:13:00Z--2026-09-21T14:14:00Z"
+    assert pane_file(0, "abc") == "pane-00000-abc.parquet" and pane_file(3, "abc") == "pane-00003-abc.parquet"
 
 
-def test_each_pane_is_its_own_file_and_a_late_pane_never_overwrites(tmp_path):
-    row = lambda i: {"source_file": "s", "event_index": i, "run_id": "r1", "reason": "late", "detail": "d", "raw": ""}
+def test_rows_of_any_age_are_written_into_their_window_folder_and_no_file_is_overwritten(tmp_path):
+    """Nothing is dropped for lateness (a row far behind the watermark is still written),
+    and two writes into one folder make two files."""
+    import pyarrow.parquet as pq
+
+    row = lambda i: {"source_file": "s", "event_index": i, "run_id": "r1", "reason": "late", "detail": "d", "raw": b""}  # noqa: E731
     ts = (
         TestStream()
         .advance_watermark_to(T0)
         .add_elements([TimestampedValue(row(1), T0 + 1), TimestampedValue(row(2), T0 + 2)])
-        .advance_watermark_to(T0 + 120)  # the first window's on-time pane fires
-        .add_elements([TimestampedValue(row(3), T0 + 3)])  # late for that window
-        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+        .advance_processing_time(5)  # a firing: the first file
+        .advance_watermark_to(T0 + 100_000)  # far past the first window and any allowed lateness
+        .add_elements([TimestampedValue(row(3), T0 + 3)])
+        .advance_processing_time(5)  # another firing: another file in the same folder
+        .advance_watermark_to_infinity()
     )
     p = TestPipeline(options=PipelineOptions(streaming=True))
-    _ = p | ts | WriteWindowedTable("dead_letters", str(tmp_path), window_seconds=60, allowed_lateness_seconds=600)
+    _ = p | ts | WriteStreamTable("dead_letters", str(tmp_path), window_seconds=60, flush_seconds=1)
     p.run()
-    folder = tmp_path / "dead_letters" / window_folder(IntervalWindow(T0 - (T0 % 60), T0 - (T0 % 60) + 60))
-    assert sorted(f.name for f in folder.iterdir()) == ["pane-00000.parquet", "pane-00001.parquet"]
-    import pyarrow.parquet as pq
-
-    assert sorted(r["event_index"] for r in pq.read_table(folder / "pane-00000.parquet").to_pylist()) == [1, 2]
-    assert [r["event_index"] for r in pq.read_table(folder / "pane-00001.parquet").to_pylist()] == [3]
+    folder = tmp_path / "dead_letters" / window_folder(T0 - T0 % 60, 60)
+    files = sorted(folder.iterdir())
+    assert len(files) == 2 and all(f.name.startswith("pane-") and f.suffix == ".parquet" for f in files)
+    assert sorted(r["event_index"] for f in files for r in pq.read_table(f).to_pylist()) == [1, 2, 3]
+    assert not list(folder.glob(".tmp-*"))
 
 
 def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch):

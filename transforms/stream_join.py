@@ -5,12 +5,18 @@ Role:    the streaming twin of `transforms.join`: the same pure join
          (`transforms.calls.join_call_events`) and the same reading
          (`transforms.readings.reading_row`), run when a call is complete
          enough, on events that arrive out of order and more than once.
-Emits:   `readings` rows (main; `revision`, `emitted_at` filled) and dead-letter rows (`DEAD_LETTERS`).
+Emits:   `readings` rows (main; `revision`, `emitted_at` filled), dead-letter rows
+         (`DEAD_LETTERS`) and run-count corrections (`COUNT_FIXES`).
 
 Per key (event time throughout):
 - every event is buffered in state; an exact duplicate (same type, payload and
-  meta) is dropped (those that came before the first reading when it is made,
-  later ones on arrival);
+  meta, wherever and whenever it was delivered) is dropped (those that came
+  before the first reading when it is made, later ones on arrival) and its
+  run's counts move it from "used" to "not needed";
+- a call's events are put in order by what they carry, never by arrival:
+  `meta.wallClockMs`, then the call's canonical event order (a `tool_start`
+  before its declarations, the declarations before the `tool_end`), then
+  their content (`event_order`);
 - a `tool_end` arms the READ timer at its time + the grace period (default
   30 s), so declarations that arrive a little late still make the door;
 - when READ fires the call is read and its readings emitted (revision 0); an
@@ -19,10 +25,8 @@ Per key (event time throughout):
 - the CLEANUP timer (last event + grace + allowed lateness) reads a call whose
   `tool_end` never came (outcome `unknown`), clears the buffer and leaves a
   small tombstone for one more allowed-lateness period: an event for the key
-  then is a dead letter with reason `late`; after that the key holds nothing.
-- the key's record (`_CallState`) is 33 packed bytes, and each timer is set
-  only when its time moves: the local runner copies a key's timers and state
-  for every bundle that touches it.
+  then is a dead letter with reason `late` (and its run's counts move it from
+  "used" to "dead letters"); after that the key holds nothing.
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ from __future__ import annotations
 import struct
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, NamedTuple, Tuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import apache_beam as beam
 import orjson
-from apache_beam import pvalue
+from apache_beam import pvalue, typehints
 from apache_beam.coders import BytesCoder, Coder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
@@ -47,22 +51,80 @@ from apache_beam.transforms.userstate import (
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from schemas.declarations import Declarations
-from schemas.events import REASON_LATE, TOOL_END, DeadLetter, Event
+from schemas.events import (
+    CHECKIN_DECISION,
+    MIDDLEWARE_DECISION,
+    PERMISSION_CHECK,
+    REASON_LATE,
+    TOOL_END,
+    TOOL_PROGRESS,
+    TOOL_START,
+    TOOLS_ABSENT,
+    TOOLS_COVERAGE,
+    TOOLS_SEMANTICS,
+    DeadLetter,
+    Event,
+)
 
+from .accounting import RunCounts
 from .calls import join_call_events
-from .dofn_base import ArgsOnceDoFn
 from .held import decode_held
 from .readings import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS"]
+__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "COUNT_FIXES", "event_order", "content_key", "order_call_events"]
 
 DEAD_LETTERS = "dead_letters"
-
+COUNT_FIXES = "count_fixes"
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each.
 CLEANUP_STEP_MS = 10_000
+
+#: Where each type stands among a call's events of the same time (docs: the canonical order
+#: within a call): the start, the checks before the tool, progress, the declarations
+#: (coverage and absence, then semantics), the after-tool decisions, the end.
+_RANK = {
+    TOOL_START: 1,
+    PERMISSION_CHECK: 2,
+    CHECKIN_DECISION: 2,
+    TOOL_PROGRESS: 3,
+    TOOLS_COVERAGE: 4,
+    TOOLS_ABSENT: 4,
+    TOOLS_SEMANTICS: 5,
+    TOOL_END: 8,
+}
+
+
+def content_key(ev: Event) -> bytes:
+    """What makes two deliveries the same event: its type, payload and meta (not where it was read)."""
+    try:
+        return orjson.dumps([ev.type, ev.payload, ev.meta], option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # a big integer or a lone surrogate: repr is exact enough
+        return repr((ev.type, sorted(ev.payload.items()), sorted(ev.meta.items()))).encode("utf-8", "surrogatepass")
+
+
+def event_order(ev: Event, key: bytes) -> tuple:
+    """A call's events sort by event time, then their canonical order, then content."""
+    rank = _RANK.get(ev.type, 6)
+    if ev.type == MIDDLEWARE_DECISION:
+        rank = 2 if ev.payload.get("moment") == "before-tool" else 6
+    return (ev.meta.get("wallClockMs"), rank, key)
+
+
+def order_call_events(held: Iterable[bytes]) -> tuple[list[tuple[str, Event]], list[tuple[str, Event]], int]:
+    """A call's buffered events → (its unique events in call order, re-indexed by that order; the
+    originals `(source, Event)` at the same positions; how many duplicates were dropped)."""
+    seen: dict[bytes, tuple[str, Event]] = {}
+    count = 0
+    for encoded in held:
+        count += 1
+        source, ev = decode_held(encoded)
+        seen.setdefault(content_key(ev), (source, ev))
+    ordered = sorted(seen.items(), key=lambda kv: event_order(kv[1][1], kv[0]))
+    originals = [item for _key, item in ordered]
+    positioned = [("stream", Event(i, ev.type, ev.payload, ev.meta)) for i, (_s, ev) in enumerate(originals)]
+    return positioned, originals, count - len(originals)
 
 
 class _CallState(NamedTuple):
@@ -90,7 +152,17 @@ class _CallStateCoder(Coder):
         return True
 
 
-class _StatefulJoinFn(ArgsOnceDoFn):
+def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
+    """A run-count correction: one event counted as used is a duplicate (`not_needed`) or `dead`."""
+    fix = RunCounts(used=-1, tool_calls=-1 if ev.type == TOOL_END else 0)
+    if to == "dead":
+        fix.dead_letters = 1
+    else:
+        fix.not_needed = 1
+    return pvalue.TaggedOutput(COUNT_FIXES, ((run_id, source), fix))
+
+
+class _StatefulJoinFn(beam.DoFn):
     EVENTS = BagStateSpec("events", BytesCoder())  # encode_held(source, Event)
     STATE = ReadModifyWriteStateSpec("state", _CallStateCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
@@ -129,19 +201,24 @@ class _StatefulJoinFn(ArgsOnceDoFn):
         held: _CallState = state.read() or _FRESH
         if held.closed:
             self.late.inc()
-            yield pvalue.TaggedOutput(DEAD_LETTERS, _late(*decode_held(encoded), run_id))
+            source, ev = decode_held(encoded)
+            yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
+            yield _moved(run_id, source, ev, "dead")
             return
         ts_ms = timestamp.micros // 1000
         read_ms = held.read_ms
         if held.revision >= 0:
             # Already read: a duplicate changes nothing; anything else is due as a correction
             # as soon as the watermark passes it (its declarations' grace, for a tool_end).
-            if encoded in events.read():
+            source, ev = decode_held(encoded)
+            key = content_key(ev)
+            if any(content_key(decode_held(b)[1]) == key for b in events.read()):
                 self.duplicates.inc()
+                yield _moved(run_id, source, ev, "not-needed")
                 return
             read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
         elif event_type == TOOL_END:
-            read_ms = ts_ms + self.grace_ms
+            read_ms = max(read_ms, ts_ms + self.grace_ms)
         # Before the first reading duplicates are kept and dropped when it is made (one pass).
         events.add(encoded)
         last = held.last_ms if held.last_ms > ts_ms else ts_ms
@@ -166,8 +243,7 @@ class _StatefulJoinFn(ArgsOnceDoFn):
         held: _CallState | None = state.read()
         if held is None or held.closed or not held.read_ms:
             return
-        rows = self._read(key, events, held)
-        yield from rows
+        rows = yield from self._read(key, events, held)
         state.write(held._replace(revision=held.revision + (1 if rows else 0), read_ms=0))
 
     @on_timer(CLEANUP)
@@ -191,28 +267,36 @@ class _StatefulJoinFn(ArgsOnceDoFn):
             # with what is known (outcome unknown); events that make no call at all (no
             # tool_start or tool_end ever came for them: the call was closed earlier, or never
             # began) are dead letters, never dropped.
-            rows = self._read(key, events, held)
-            yield from rows
+            rows = yield from self._read(key, events, held)
             if not rows and held.revision < 0:
-                for source, ev in map(decode_held, events.read()):
+                _positioned, originals, _dups = order_call_events(events.read())
+                for source, ev in originals:
                     self.late.inc()
                     yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, key[0]))
+                    yield _moved(key[0], source, ev, "dead")
         events.clear()
         state.write(_CLOSED)
         cleanup_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
 
-    def _read(self, key: tuple[str, str], events: Any, held: _CallState) -> list[dict]:
-        """The call's readings rows from its events, revision `held.revision + 1`. The first reading
-        drops the duplicates that came before it from the buffer."""
+    def _read(self, key: tuple[str, str], events: Any, held: _CallState) -> Any:
+        """Yield the call's readings rows from its events, revision `held.revision + 1`, and return
+        them. The first reading drops the duplicates that came before it from the buffer."""
         run_id, call_id = key
         buffered = list(events.read())
-        unique = list(dict.fromkeys(buffered))
-        if len(unique) < len(buffered):
-            self.duplicates.inc(len(buffered) - len(unique))
+        positioned, originals, dropped = order_call_events(buffered)
+        if dropped:
+            self.duplicates.inc(dropped)
+            kept = {content_key(ev) for _s, ev in originals}
             events.clear()
-            for encoded in unique:
-                events.add(encoded)
-        calls = join_call_events(run_id, call_id, [decode_held(b) for b in unique])
+            for encoded in buffered:
+                source, ev = decode_held(encoded)
+                k = content_key(ev)
+                if k in kept:
+                    kept.discard(k)
+                    events.add(encoded)
+                else:
+                    yield _moved(run_id, source, ev, "not-needed")
+        calls = join_call_events(run_id, call_id, positioned, ordered=True)
         rev = held.revision + 1
         if rev and calls:
             self.corrections.inc(len(calls))
@@ -220,9 +304,16 @@ class _StatefulJoinFn(ArgsOnceDoFn):
         rows = []
         for call in calls:
             row = reading_row(call, self.declarations.rows_at_for, self.reader_version)
+            # where the reading's anchor event came from, not its place in the call's order
+            anchor = call.event_index if call.event_index is not None else call.events[-1][1].index
+            source, ev = originals[anchor]
+            row["source_file"] = source
+            if call.event_index is not None:
+                row["event_index"] = ev.index
             row["revision"] = rev
             row["emitted_at"] = emitted
             rows.append(row)
+            yield row
         return rows
 
 
@@ -240,7 +331,8 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 
 class StatefulCallJoin(beam.PTransform):
-    """Keyed call events `((run_id, call_id), hold(source, Event))` → readings rows (+ `DEAD_LETTERS`)."""
+    """Keyed call events `((run_id, call_id), hold(source, Event))` → readings rows
+    (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
 
     def __init__(
         self,
@@ -260,6 +352,6 @@ class StatefulCallJoin(beam.PTransform):
         )
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_input_types(
-            Tuple[Tuple[str, str], Any]
-        ).with_outputs(DEAD_LETTERS, main="readings")
+        # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
+        keyed.element_type = typehints.KV[typehints.Tuple[str, str], typehints.Tuple[str, bytes]]
+        return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings")

@@ -1,18 +1,24 @@
-"""Beam (streaming): rows → one Arrow table per window pane, under a name no later pane can take.
+"""Beam (streaming): rows → Parquet files every few seconds, under names no other write can take.
 
-Pattern: composite `PTransform`: fixed event-time windows, one group per pane, one file per group.
+Pattern: composite `PTransform`: the global window with a processing-time
+         trigger, one group per firing, one file per event-time window folder.
 Role:    the streaming writer of `readings`, `dead_letters` and `runs`.
-         Beam's streaming `WriteToParquet` puts rows in the wrong window's
-         file and its default names let a late pane overwrite an on-time one;
-         here each pane is written as its own table at
-         `<table>/window=<start>--<end>/pane-<index>.parquet` (the index of
-         the pane within its window, counted by Beam: on-time 0, then 1, 2, …
-         for late panes), so a file is never rewritten.
+         Nothing is ever dropped for lateness: the global window never
+         expires, so a row as old as you like is still written (an
+         event-time window with an allowed lateness would drop it). Each
+         row goes to the folder of the fixed event-time window that holds its
+         timestamp (`<table>/window=<start>--<end>/`), in a file named by the
+         firing and a random token (`pane-<index>-<token>.parquet`), written
+         whole under a temporary name and then renamed: a restart, a retried
+         bundle or a late firing adds a file, never overwrites one.
 Emits:   Parquet files (zstd, the tables' Arrow schemas); yields their paths.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -20,66 +26,93 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 
-from .dofn_base import ArgsOnceDoFn
 from .write import write_table_file
 
-__all__ = ["WriteWindowedTable", "window_folder", "pane_file"]
+__all__ = ["WriteStreamTable", "every_few_seconds", "window_folder", "pane_file"]
 
 
-def _iso(ts: Any) -> str:
-    dt = datetime.fromtimestamp(float(ts), tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def window_folder(win: window.IntervalWindow) -> str:
+def window_folder(start: float, length: float) -> str:
     """`window=2026-11-30T06:00:00Z--2026-11-30T06:01:00Z` (UTC, event time)."""
-    return f"window={_iso(win.start)}--{_iso(win.end)}"
+    return f"window={_iso(start)}--{_iso(start + length)}"
 
 
-def pane_file(pane_index: int) -> str:
-    """`pane-00000.parquet`: 0 for the on-time pane, then one more per late pane."""
-    return f"pane-{pane_index:05d}.parquet"
+def pane_file(pane_index: int, token: str) -> str:
+    """`pane-00000-<token>.parquet`: the firing's index, then a token no other write shares."""
+    return f"pane-{pane_index:05d}-{token}.parquet"
 
 
-class _WritePaneFn(ArgsOnceDoFn):
-    def __init__(self, table: str, directory: str) -> None:
+_YEAR_10000 = 253402300800  # seconds: the first instant a folder name cannot show
+
+
+class _FolderFn(beam.DoFn):
+    """A row → (0, (its event-time window's start, row)): one group per firing."""
+
+    def __init__(self, window_seconds: float) -> None:
+        self.window_seconds = window_seconds
+
+    def process(self, row: dict, ts: Any = beam.DoFn.TimestampParam) -> Iterable[Any]:
+        seconds = float(ts.micros) / 1e6
+        if not 0 <= seconds < _YEAR_10000:
+            # stamped at the end of time (a runner that ignores the earliest-time combiner): file it now
+            seconds = time.time()
+        yield 0, (seconds - seconds % self.window_seconds, row)
+
+
+class _WriteFiringFn(beam.DoFn):
+    def __init__(self, table: str, directory: str, window_seconds: float) -> None:
         self.table = table
         self.directory = directory
+        self.window_seconds = window_seconds
 
-    def process(
-        self,
-        item: tuple[int, Iterable[dict]],
-        win: Any = beam.DoFn.WindowParam,
-        pane: Any = beam.DoFn.PaneInfoParam,
-    ) -> Iterable[str]:
-        _key, rows = item
-        rows = list(rows)
-        if not rows:
-            return
-        path = FileSystems.join(self.directory, self.table, window_folder(win), pane_file(pane.index))
-        yield write_table_file(path, self.table, rows)
+    def process(self, item: tuple[int, Iterable[tuple[float, dict]]], pane: Any = beam.DoFn.PaneInfoParam) -> Iterable[str]:
+        by_folder: dict[float, list[dict]] = defaultdict(list)
+        for start, row in item[1]:
+            by_folder[start].append(row)
+        token = uuid.uuid4().hex[:12]
+        for start in sorted(by_folder):
+            folder = FileSystems.join(self.directory, self.table, window_folder(start, self.window_seconds))
+            path = FileSystems.join(folder, pane_file(pane.index, token))
+            temp = FileSystems.join(folder, f".tmp-{token}.parquet")
+            write_table_file(temp, self.table, by_folder[start])
+            FileSystems.rename([temp], [path])
+            yield path
 
 
-class WriteWindowedTable(beam.PTransform):
-    """Rows of one table → fixed event-time windows → one Parquet file per pane."""
+def every_few_seconds(flush_seconds: int) -> beam.WindowInto:
+    """The global window, fired every `flush_seconds` of wall clock (0: once, when a bounded input ends).
 
-    def __init__(self, table: str, directory: str, window_seconds: float = 60.0, allowed_lateness_seconds: float = 600.0) -> None:
+    What a group or combine gives out is stamped with the earliest time it holds.
+    """
+    earliest = window.TimestampCombiner.OUTPUT_AT_EARLIEST
+    if flush_seconds <= 0:
+        return beam.WindowInto(window.GlobalWindows(), timestamp_combiner=earliest)
+    return beam.WindowInto(
+        window.GlobalWindows(),
+        trigger=trigger.Repeatedly(trigger.AfterProcessingTime(flush_seconds)),
+        accumulation_mode=trigger.AccumulationMode.DISCARDING,
+        timestamp_combiner=earliest,
+    )
+
+
+class WriteStreamTable(beam.PTransform):
+    """Rows of one table → a Parquet file per event-time window folder every `flush_seconds` (whole seconds)."""
+
+    def __init__(self, table: str, directory: str, window_seconds: float = 60.0, flush_seconds: int = 2) -> None:
         super().__init__()
         self.table = table
         self.directory = directory
         self.window_seconds = window_seconds
-        self.allowed_lateness_seconds = allowed_lateness_seconds
+        self.flush_seconds = flush_seconds
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         return (
             rows
-            | "FixedWindows" >> beam.WindowInto(
-                window.FixedWindows(self.window_seconds),
-                trigger=trigger.AfterWatermark(late=trigger.AfterCount(1)),
-                accumulation_mode=trigger.AccumulationMode.DISCARDING,
-                allowed_lateness=self.allowed_lateness_seconds,
-            )
-            | "OneGroupPerPane" >> beam.Map(lambda r: (0, r))
-            | "GroupPane" >> beam.GroupByKey()
-            | "WritePane" >> beam.ParDo(_WritePaneFn(self.table, self.directory))
+            | "Folder" >> beam.ParDo(_FolderFn(self.window_seconds))
+            | "EveryFewSeconds" >> every_few_seconds(self.flush_seconds)
+            | "GroupFiring" >> beam.GroupByKey()
+            | "WriteFiring" >> beam.ParDo(_WriteFiringFn(self.table, self.directory, self.window_seconds))
         )

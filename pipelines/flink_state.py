@@ -1,0 +1,147 @@
+"""Durable streaming on Flink: checkpoints in a state folder, resume from the latest, a job server that dies with us.
+
+Role: the launcher side of `stream --runner FlinkRunner`. Unless the user set
+them, it turns on what a stream needs to be durable and to run at all:
+checkpoints every `--checkpoint-seconds` (Beam's Flink source passes nothing on
+without them), a file-system state backend in `--state-dir` (default
+`OUT/_state/`, so one large event does not overflow the JobManager's 5 MiB of
+checkpoint storage), checkpoints kept when the job stops, and a checkpoint
+failure tolerated rather than a restart. When the state folder holds a
+completed checkpoint, the job restarts from the newest (`--no-resume` starts
+afresh). The job server runs as this process's child (`flink_local`), so no
+JVM outlives a killed launcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from . import jars
+from .flink_local import JobServer, JobServerError
+
+__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "latest_checkpoint", "FlinkDurabilityOptions"]
+
+
+class FlinkStartError(RuntimeError):
+    """The Flink side could not be started (no Java, no job server)."""
+
+
+class FlinkDurabilityOptions(PipelineOptions):
+    """Flink options that Beam's Java side reads and Beam's Python side does not declare.
+
+    Declared here so that they parse as what they are (no "unparseable argument"
+    warning) and reach the job server with their types.
+    """
+
+    @classmethod
+    def _add_argparse_args(cls, parser: Any) -> None:
+        parser.add_argument("--checkpointing_interval", type=int, default=None)
+        parser.add_argument("--checkpoint_timeout_millis", type=int, default=None)
+        parser.add_argument("--min_pause_between_checkpoints", type=int, default=None)
+        parser.add_argument("--state_backend", default=None)
+        parser.add_argument("--state_backend_storage_path", default=None)
+        parser.add_argument("--savepoint_path", default=None)
+        parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
+        parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
+        parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
+
+
+def _bool(text: str) -> bool:
+    return str(text).lower() in ("1", "true", "yes")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`stream`'s flags for durability on Flink."""
+    p.add_argument("--state-dir", metavar="DIR", default=None,
+                   help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
+    p.add_argument("--checkpoint-seconds", type=float, default=10.0,
+                   help="Flink: how often the job's state and Kafka positions are checkpointed (default 10)")
+    p.add_argument("--no-resume", action="store_true",
+                   help="Flink: start afresh even when the state folder holds a checkpoint")
+
+
+def latest_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest completed checkpoint (`<job>/chk-N` with its `_metadata`) under a folder."""
+    done = [m.parent for m in checkpoints.glob("*/chk-*/_metadata") if m.is_file()]
+    if not done:
+        return None
+    return max(done, key=lambda d: (d.stat().st_mtime, int(d.name.split("-", 1)[1])))
+
+
+def _given(beam_args: list[str], name: str) -> bool:
+    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in beam_args)
+
+
+def _value(beam_args: list[str], name: str) -> str | None:
+    for i, a in enumerate(beam_args):
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+        if a == f"--{name}" and i + 1 < len(beam_args):
+            return beam_args[i + 1]
+    return None
+
+
+class FlinkSession:
+    """Beam's arguments for the job (`beam_args`), with Flink's durability filled in; the job server."""
+
+    def __init__(self, args: argparse.Namespace, beam_args: list[str]) -> None:
+        self.args = args
+        self.beam_args = list(beam_args)
+        self.resumed_from: Path | None = None
+        self.server: JobServer | None = None
+
+    def __enter__(self) -> "FlinkSession":
+        runner = (jars.runner_of(self.beam_args) or "").lower()
+        if not runner.startswith("flink"):
+            return self
+        if "://" in self.args.output and not self.args.state_dir:
+            raise FlinkStartError("--output is remote: give --state-dir, a folder the Flink job can keep its checkpoints in")
+        state = Path(self.args.state_dir or os.path.join(self.args.output, "_state")).resolve()
+        checkpoints = state / "checkpoints"
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        defaults = {
+            "streaming": None,
+            "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
+            "state_backend": "filesystem",
+            "state_backend_storage_path": checkpoints.as_uri(),
+            "retain_externalized_checkpoints_on_cancellation": "true",
+            "fail_on_checkpointing_errors": "false",
+        }
+        if getattr(self.args, "max_records", 0) or getattr(self.args, "max_read_seconds", 0):
+            # a bounded read: let the sources stop when done, so the job can finish
+            defaults["shutdown_sources_after_idle_ms"] = "1000"
+        for name, value in defaults.items():
+            if not _given(self.beam_args, name):
+                self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
+        if not self.args.no_resume and not _given(self.beam_args, "savepoint_path"):
+            latest = latest_checkpoint(checkpoints)
+            if latest is not None:
+                self.resumed_from = latest
+                self.beam_args.append(f"--savepoint_path={latest.as_uri()}")
+        if not _given(self.beam_args, "job_endpoint"):
+            jar = _value(self.beam_args, "flink_job_server_jar")
+            if jar is None:
+                try:
+                    jar = jars.ensure_jars(log=lambda msg: print(msg, file=sys.stderr, flush=True))["flink_job_server_jar"]
+                except RuntimeError as exc:
+                    raise FlinkStartError(str(exc)) from exc
+            master = _value(self.beam_args, "flink_master") or "[local]"
+            if master == "[auto]":
+                master = "[local]"
+            try:
+                self.server = JobServer(jar, master, state / "job-server.log").start()
+            except JobServerError as exc:
+                raise FlinkStartError(str(exc)) from exc
+            self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]
+            self.beam_args.append(f"--job_endpoint={self.server.endpoint}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.stop()

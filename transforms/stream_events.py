@@ -1,0 +1,130 @@
+"""Beam (streaming): messages and replayed files → events at their event times, classified and keyed.
+
+Pattern: small `DoFn`s, one per concern, that the stream job chains.
+Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
+         `file://` replay) and the stateful join (`transforms.stream_join`).
+         An event's time is its own `meta.wallClockMs`; an event without one
+         has no place in event time and is a `bad-field` dead letter.
+Emits:   `ClassifyAndKeyFn`: keyed call events (`KEYED`), dead-letter rows
+         (`DEAD`) and every event's partial run counts (`COUNTS`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterable
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.transforms.window import TimestampedValue
+
+from readers.jsvalues import is_js_number
+from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
+
+from . import sources
+from .accounting import RunCounts
+from .calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
+from .held import hold
+from .worker_gc import tune_gc
+
+__all__ = [
+    "KEYED",
+    "DEAD",
+    "COUNTS",
+    "stamp",
+    "stamp_message",
+    "ReadFilesAsStreamFn",
+    "ParseMessageFn",
+    "ClassifyAndKeyFn",
+]
+
+KEYED = "keyed"
+DEAD = "dead_letters"
+COUNTS = "counts"
+
+#: Event times beyond this (year 275,760) are not representable as Beam timestamps.
+_MAX_MS = 8.64e15
+
+
+def stamp(source: str, item: Event | DeadLetter, fallback_ms: Any = None) -> tuple[TimestampedValue, int]:
+    """An event at its event time (`meta.wallClockMs`), or a dead-letter row at the message's time.
+
+    Returns the timestamped element and the event time in ms (-1 when it is not an event's own time).
+    """
+    if isinstance(item, Event):
+        ms = item.meta.get("wallClockMs")
+        if is_js_number(ms) and 0 <= ms < _MAX_MS:
+            return TimestampedValue((source, item), float(ms) / 1000), int(ms)
+        detail = f"Event {item.index} ({item.type}) has no numeric meta.wallClockMs, so it has no event time for a stream."
+        row = DeadLetter(source, item.index, item.run_id, REASON_BAD_FIELD, detail, b"").row()
+        return TimestampedValue(row, _fallback(fallback_ms)), -1
+    return TimestampedValue(item.row(), _fallback(fallback_ms)), -1
+
+
+def stamp_message(source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int) -> tuple[TimestampedValue, int]:
+    """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
+    return stamp(source, sources.event_from_message(source, index, data, max_event_bytes), record_ms)
+
+
+def _fallback(ms: Any) -> float:
+    return float(ms) / 1000 if is_js_number(ms) and 0 <= ms < _MAX_MS else 0.0
+
+
+class ReadFilesAsStreamFn(beam.DoFn):
+    """`file://` replay: each file's events, at their event times."""
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self.max_event_bytes = max_event_bytes
+
+    def setup(self) -> None:
+        tune_gc()
+
+    def process(self, path: str) -> Iterable[Any]:
+        opened = sources.open_source(path, self.max_event_bytes)
+        if isinstance(opened, SourceFile):
+            items: Iterable[Any] = itertools.chain(
+                opened.dead_letters, *((*run.events, *run.dead_letters) for run in opened.runs)
+            )
+        else:
+            items = opened[1]
+        for item in items:
+            yield stamp(path, item)[0]
+
+
+class ParseMessageFn(beam.DoFn):
+    """A message `(source, index, bytes, time_ms)` → a timestamped event or dead letter."""
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self.max_event_bytes = max_event_bytes
+
+    def setup(self) -> None:
+        tune_gc()
+
+    def process(self, msg: tuple[str, int, bytes, Any]) -> Iterable[Any]:
+        source, index, data, time_ms = msg
+        yield stamp_message(source, index, bytes(data or b""), time_ms, self.max_event_bytes)[0]
+
+
+class ClassifyAndKeyFn(beam.DoFn):
+    """A timestamped event → keyed call event, dead letter, and its run's partial counts."""
+
+    def process(self, element: Any) -> Iterable[Any]:
+        if isinstance(element, dict):  # a dead-letter row from parsing
+            if element.get("run_id") is not None:
+                counts = RunCounts(events=1, dead_letters=1, format="stream")
+                yield pvalue.TaggedOutput(COUNTS, ((element["run_id"], element["source_file"]), counts))
+            yield pvalue.TaggedOutput(DEAD, element)
+            return
+        source, ev = element
+        kind = classify_event(ev)
+        counts = RunCounts(events=1, session_id=ev.session_id, format="stream")
+        if kind is CALL:
+            counts.used = 1
+            counts.tool_calls = 1 if ev.type == "stream.tool_end" else 0
+            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), hold(source, ev)))
+        elif kind is NOT_NEEDED:
+            counts.not_needed = 1
+        else:
+            counts.dead_letters = 1
+            yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
+        yield pvalue.TaggedOutput(COUNTS, ((ev.run_id, source), counts))
