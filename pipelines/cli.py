@@ -26,7 +26,7 @@ commands:
 """
 
 
-#: Set to a level (`WARNING`, `INFO`, …) to see Beam's log lines during `reassess` and `report`.
+#: Set to a level (`WARNING`, `INFO`, …) to see Beam's (and the Kafka client's) log lines.
 LOG_ENV = "FOOTPRINT_AUDIT_LOG"
 
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"footprint-audit {version()}")
         return 0
-    if command in ("reassess", "report"):
+    if command in ("reassess", "report", "stream"):
         _beam_logs()
     if command == "reassess":
         from .reassess import run

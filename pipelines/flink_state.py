@@ -74,6 +74,12 @@ def latest_checkpoint(checkpoints: Path) -> Path | None:
     return max(done, key=lambda d: (d.stat().st_mtime, int(d.name.split("-", 1)[1])))
 
 
+def _say_fetching(msg: str) -> None:
+    """Say when jars are being fetched (a first run takes a while); not that they were cached."""
+    if not msg.startswith("cached"):
+        print(msg, file=sys.stderr, flush=True)
+
+
 def _given(beam_args: list[str], name: str) -> bool:
     return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in beam_args)
 
@@ -128,7 +134,7 @@ class FlinkSession:
             jar = _value(self.beam_args, "flink_job_server_jar")
             if jar is None:
                 try:
-                    jar = jars.ensure_jars(log=lambda msg: print(msg, file=sys.stderr, flush=True))["flink_job_server_jar"]
+                    jar = jars.ensure_jars(log=_say_fetching)["flink_job_server_jar"]
                 except RuntimeError as exc:
                     raise FlinkStartError(str(exc)) from exc
             master = _value(self.beam_args, "flink_master") or "[local]"

@@ -47,6 +47,7 @@ from transforms.stream_write import WriteStreamTable, every_few_seconds
 from transforms.worker_gc import tune_gc
 
 from . import flink_state
+from .options_check import FlagParser, OptionsError, check_beam_args
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
@@ -149,8 +150,8 @@ def build_stream(
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> FlagParser:
+    p = FlagParser(
         prog="footprint-audit stream",
         description="Audit agentfootprint runs as their events arrive; readings by event time.",
         epilog="Any other option is passed to Beam (--runner, --streaming, Flink's and Dataflow's options).",
@@ -190,12 +191,14 @@ def _check(args: argparse.Namespace) -> None:
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    args, beam_args = _parser().parse_known_args(argv)
+    parser = _parser()
+    args, beam_args = parser.parse_known_args(argv)
     try:
+        check_beam_args(beam_args, parser.long_flags)
         declarations = load_declarations(args.declarations)
         parse_source(args.source)
         _check(args)
-    except (UsageError, DeclarationsError) as exc:
+    except (UsageError, DeclarationsError, OptionsError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:

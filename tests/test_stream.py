@@ -34,8 +34,8 @@ def ev(index, kind, call, at, **payload) -> Event:
     return Event(index, kind, payload, {"runId": "r1", "wallClockMs": int(at * 1000)})
 
 
-def arrive(e: Event, source: str = "kafka://t/0") -> TimestampedValue:
-    return TimestampedValue((("r1", e.payload["toolCallId"]), hold(source, e)), e.meta["wallClockMs"] / 1000)
+def arrive(e: Event, source: str = "kafka://t/0", behind_ms: int = 0) -> TimestampedValue:
+    return TimestampedValue((("r1", e.payload["toolCallId"]), (*hold(source, e), behind_ms)), e.meta["wallClockMs"] / 1000)
 
 
 START = ev(0, "stream.tool_start", "c1", T0, toolName="find_volumes")
@@ -181,11 +181,28 @@ def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
     p.run()
 
 
-def test_events_that_never_make_a_call_are_late_dead_letters_not_dropped():
+def test_events_that_never_make_a_call_count_as_not_needed_as_in_reassess():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([]), label="readings")
+    assert_that(dead, equal_to([]), label="dead")
+    assert_that(fixes, equal_to([(-1, 1, 0)]), label="fixes")
+    p.run()
+
+
+def test_an_event_that_arrives_past_every_horizon_with_nothing_held_is_late_on_arrival():
+    """Its call was closed and forgotten long ago: the source's watermark had passed it by more
+    than the grace and twice the allowed lateness when it was read."""
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0 + 100_000)
+        .add_elements([arrive(ABSENT, behind_ms=100_000_000)])
+        .advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
+    assert_that(summary, equal_to([]), label="readings")
     assert_that(dead, equal_to([("late", 1)]), label="dead")
+    assert_that(fixes, equal_to([(-1, 0, 1)]), label="fixes")
     p.run()
 
 

@@ -2,7 +2,7 @@
 
 Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
          every partition's next offset) inside one composite `PTransform`.
-Role:    the stream's Kafka source. Each record is parsed where it is read
+Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
          (`transforms.sources.event_from_message`) and stamped with the event's
          own `meta.wallClockMs`, so the watermark can follow the events:
          per partition the latest event time seen, minus a bounded
@@ -22,6 +22,7 @@ Emits:   `(source, Event)` and dead-letter rows at their event times; a
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
@@ -181,19 +182,22 @@ class _KafkaTracker(RestrictionTracker):
 
 class _KafkaRestrictions(RestrictionProvider):
     def initial_restriction(self, spec: KafkaSpec) -> KafkaPositions:
+        """Every partition of the topic, from the group's committed offset, else the earliest."""
+        from confluent_kafka import TopicPartition
+
         consumer = _consumer(spec)
         try:
-            from kafka import TopicPartition
-
-            parts = sorted(consumer.partitions_for_topic(spec.topic) or ())
-            if not parts:
+            topic = consumer.list_topics(spec.topic, timeout=60).topics.get(spec.topic)
+            if topic is None or topic.error is not None or not topic.partitions:
                 raise RuntimeError(f"Kafka topic {spec.topic!r} has no partitions (does it exist?)")
-            tps = [TopicPartition(spec.topic, p) for p in parts]
-            earliest = consumer.beginning_offsets(tps)
+            parts = sorted(topic.partitions)
+            committed = consumer.committed([TopicPartition(spec.topic, p) for p in parts], timeout=60)
             start = []
-            for tp in tps:
-                committed = consumer.committed(tp)
-                start.append(PartitionPosition(tp.partition, committed if committed is not None else earliest[tp]))
+            for tp in committed:
+                offset = tp.offset
+                if offset < 0:  # nothing committed: the earliest offset still kept
+                    offset = consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]
+                start.append(PartitionPosition(tp.partition, offset))
             return KafkaPositions(tuple(start))
         finally:
             consumer.close()
@@ -209,38 +213,51 @@ class _KafkaRestrictions(RestrictionProvider):
 
 
 def _consumer(spec: KafkaSpec) -> Any:
-    from kafka import KafkaConsumer
+    from confluent_kafka import Consumer
 
-    return KafkaConsumer(
-        bootstrap_servers=spec.brokers.split(","),
-        group_id=spec.group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        # A record may be as large as an event may be (the broker returns one record
-        # larger than these anyway; they only bound what one fetch asks for).
-        max_partition_fetch_bytes=max(spec.max_event_bytes, 1 << 20),
-        fetch_max_bytes=max(spec.max_event_bytes, 50 << 20),
-        consumer_timeout_ms=1000,
+    fetch = max(spec.max_event_bytes, 50 << 20)
+    return Consumer(
+        {
+            "bootstrap.servers": spec.brokers,
+            "group.id": spec.group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            # A record may be as large as an event may be.
+            "max.partition.fetch.bytes": max(spec.max_event_bytes, 1 << 20),
+            "fetch.max.bytes": fetch,
+            "receive.message.max.bytes": fetch + (1 << 20),
+            "log_level": 3,  # errors only
+        }
     )
+
+
+@dataclass
+class _Shared:
+    """One consumer per topic spec and worker process, whatever the number of DoFn instances the
+    runner makes (each would hold its sockets and threads), with a lock: a bundle's reads and a
+    finalized bundle's commit never use it at once. `at` is where it stands per partition."""
+
+    consumer: Any
+    lock: threading.Lock
+    at: dict[int, int]
+
+
+_CONSUMERS: dict[KafkaSpec, _Shared] = {}
+_CONSUMERS_LOCK = threading.Lock()
+
+
+def _shared_consumer(spec: KafkaSpec) -> _Shared:
+    with _CONSUMERS_LOCK:
+        held = _CONSUMERS.get(spec)
+        if held is None:
+            held = _CONSUMERS[spec] = _Shared(_consumer(spec), threading.Lock(), {})
+        return held
 
 
 class _ReadKafkaFn(beam.DoFn):
     def __init__(self) -> None:
-        self._consumer: Any = None
-        self._spec: KafkaSpec | None = None
         self.records = Metrics.counter("kafka_read", "records")
-
-    def teardown(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-
-    def _open(self, spec: KafkaSpec) -> Any:
-        if self._consumer is None or self._spec != spec:
-            self.teardown()
-            self._consumer = _consumer(spec)
-            self._spec = spec
-        return self._consumer
 
     def process(
         self,
@@ -262,12 +279,11 @@ class _ReadKafkaFn(beam.DoFn):
         if limit == 0 or (spec.max_read_seconds and now_ms - started_ms >= spec.max_read_seconds * 1000):
             tracker.try_claim(_FINISH)  # a bounded read is over: no remainder
         else:
-            yield from self._read(spec, start, positions, limit, finalizer, tracker, estimator)
+            yield from self._read(spec, positions, limit, finalizer, tracker, estimator)
 
     def _read(
         self,
         spec: KafkaSpec,
-        start: KafkaPositions,
         positions: dict[int, PartitionPosition],
         limit: int,
         finalizer: Any,
@@ -275,42 +291,62 @@ class _ReadKafkaFn(beam.DoFn):
         estimator: ManualWatermarkEstimator,
     ) -> Iterable[Any]:
         """One bundle: read for up to BUNDLE_SECONDS, move the watermark, hand the rest back."""
-        from kafka import TopicPartition
-        from kafka.structs import OffsetAndMetadata
+        shared = _shared_consumer(spec)
+        with shared.lock:
+            yield from self._read_locked(shared, spec, positions, limit, tracker, estimator)
+        offsets = {p: pos.next_offset for p, pos in positions.items()}
+        finalizer.register(lambda: _commit(spec, offsets))
 
-        consumer = self._open(spec)
-        tps = {p: TopicPartition(spec.topic, p) for p in positions}
-        if set(consumer.assignment()) != set(tps.values()):
-            consumer.assign(list(tps.values()))
-        for p, tp in tps.items():
-            if consumer.position(tp) != positions[p].next_offset:
-                consumer.seek(tp, positions[p].next_offset)
+    def _read_locked(
+        self,
+        shared: _Shared,
+        spec: KafkaSpec,
+        positions: dict[int, PartitionPosition],
+        limit: int,
+        tracker: Any,
+        estimator: ManualWatermarkEstimator,
+    ) -> Iterable[Any]:
+        from confluent_kafka import TopicPartition
+
+        consumer = shared.consumer
+        wanted = {p: pos.next_offset for p, pos in positions.items()}
+        if shared.at != wanted:  # a fresh consumer, or the runner moved the restriction
+            consumer.assign([TopicPartition(spec.topic, p, off) for p, off in sorted(wanted.items())])
+            shared.at = dict(wanted)
+        current = estimator.current_watermark()
+        wm_ms = int(current.micros // 1000) if current is not None and current.micros > -(1 << 62) else None
         deadline = time.monotonic() + BUNDLE_SECONDS
         got: set[int] = set()
         while limit != 0 and time.monotonic() < deadline:
-            polled = consumer.poll(timeout_ms=100, max_records=MAX_POLL_RECORDS if limit < 0 else min(limit, MAX_POLL_RECORDS))
-            if not polled:
+            batch = consumer.consume(MAX_POLL_RECORDS if limit < 0 else min(limit, MAX_POLL_RECORDS), 0.1)
+            if not batch:
                 break
-            for tp, records in polled.items():
-                source = f"kafka://{spec.topic}/{tp.partition}"
-                for rec in records:
-                    item, event_ms = stamp_message(source, rec.offset, bytes(rec.value or b""), rec.timestamp, spec.max_event_bytes)
-                    if not tracker.try_claim(_Record(tp.partition, rec.offset, event_ms)):
-                        return  # the runner split the restriction: the rest is its residual's
-                    held = positions[tp.partition]
-                    positions[tp.partition] = PartitionPosition(tp.partition, rec.offset + 1, max(held.max_event_ms, event_ms), -1)
-                    got.add(tp.partition)
-                    self.records.inc()
-                    yield item
-                    limit -= 1
-                    if limit == 0:
-                        break
+            for i, msg in enumerate(batch):
+                if msg.error() is not None:
+                    continue  # a broker-side notice (not a record): librdkafka retries by itself
+                p, offset = msg.partition(), msg.offset()
+                source = f"kafka://{spec.topic}/{p}"
+                item, event_ms = stamp_message(source, offset, msg.value() or b"", msg.timestamp()[1], spec.max_event_bytes, wm_ms)
+                if not tracker.try_claim(_Record(p, offset, event_ms)):
+                    # the runner split the restriction: the rest is its residual's
+                    shared.at = {}
+                    return
+                held = positions[p]
+                positions[p] = PartitionPosition(p, offset + 1, max(held.max_event_ms, event_ms), -1)
+                shared.at[p] = offset + 1
+                got.add(p)
+                self.records.inc()
+                yield item
+                limit -= 1
                 if limit == 0:
+                    if i + 1 < len(batch):
+                        shared.at = {}  # read past what was claimed: seek again next time
                     break
         now_ms = int(time.time() * 1000)
-        ends = consumer.end_offsets(list(tps.values()))
         for p, pos in list(positions.items()):
-            caught_up = pos.next_offset >= ends[tps[p]]
+            # the end offset the last fetch saw (cached: no request); unknown until a fetch answered
+            high = consumer.get_watermark_offsets(TopicPartition(spec.topic, p), cached=True)[1]
+            caught_up = high >= 0 and pos.next_offset >= high
             if caught_up and p not in got and pos.idle_since_ms < 0:
                 positions[p] = replace(pos, idle_since_ms=now_ms)
             elif not caught_up and pos.idle_since_ms >= 0:
@@ -324,15 +360,21 @@ class _ReadKafkaFn(beam.DoFn):
             current = estimator.current_watermark()
             if current is None or target > current:
                 estimator.set_watermark(target)
-        offsets = {tps[p]: OffsetAndMetadata(pos.next_offset, "", -1) for p, pos in positions.items()}
-        finalizer.register(lambda: self._commit(spec, offsets))
         tracker.defer_remainder(Duration(seconds=0 if got else 0.2))
 
-    def _commit(self, spec: KafkaSpec, offsets: dict) -> None:
-        try:
-            self._open(spec).commit(offsets)
-        except Exception:  # the group's offsets only serve a fresh start; the checkpoint is the truth
-            pass
+
+def _commit(spec: KafkaSpec, offsets: dict[int, int]) -> None:
+    """A finalized bundle's positions become the consumer group's offsets (where a fresh job starts)."""
+    from confluent_kafka import TopicPartition
+
+    shared = _shared_consumer(spec)
+    try:
+        with shared.lock:
+            shared.consumer.commit(
+                offsets=[TopicPartition(spec.topic, p, off) for p, off in sorted(offsets.items())], asynchronous=False
+            )
+    except Exception:  # the group's offsets only serve a fresh start; the checkpoint is the truth
+        pass
 
 
 def _idle_after(positions: Iterable[PartitionPosition], idle_ms: int, now_ms: int) -> list[PartitionPosition]:

@@ -5,7 +5,7 @@ Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
          `file://` replay) and the stateful join (`transforms.stream_join`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
-Emits:   `ClassifyAndKeyFn`: keyed call events (`KEYED`), dead-letter rows
+Emits:   `ClassifyAndKeyFn`: keyed call events (`KEYED`: `(type, held bytes, behind_ms)`), dead-letter rows
          (`DEAD`) and every event's partial run counts (`COUNTS`).
 """
 
@@ -24,7 +24,7 @@ from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 from . import sources
 from .accounting import RunCounts
 from .calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
-from .held import hold
+from .held import encode_held
 from .worker_gc import tune_gc
 
 __all__ = [
@@ -46,24 +46,31 @@ COUNTS = "counts"
 _MAX_MS = 8.64e15
 
 
-def stamp(source: str, item: Event | DeadLetter, fallback_ms: Any = None) -> tuple[TimestampedValue, int]:
-    """An event at its event time (`meta.wallClockMs`), or a dead-letter row at the message's time.
+def stamp(
+    source: str, item: Event | DeadLetter, fallback_ms: Any = None, watermark_ms: int | None = None
+) -> tuple[TimestampedValue, int]:
+    """An event `(source, Event, behind_ms)` at its event time (`meta.wallClockMs`), or a dead-letter
+    row at the message's time. `behind_ms` is how far the source's watermark (when it knows one)
+    had passed the event's time when it was read (0: on time).
 
     Returns the timestamped element and the event time in ms (-1 when it is not an event's own time).
     """
     if isinstance(item, Event):
         ms = item.meta.get("wallClockMs")
         if is_js_number(ms) and 0 <= ms < _MAX_MS:
-            return TimestampedValue((source, item), float(ms) / 1000), int(ms)
+            behind = int(watermark_ms - ms) if watermark_ms is not None and watermark_ms > ms else 0
+            return TimestampedValue((source, item, behind), float(ms) / 1000), int(ms)
         detail = f"Event {item.index} ({item.type}) has no numeric meta.wallClockMs, so it has no event time for a stream."
         row = DeadLetter(source, item.index, item.run_id, REASON_BAD_FIELD, detail, b"").row()
         return TimestampedValue(row, _fallback(fallback_ms)), -1
     return TimestampedValue(item.row(), _fallback(fallback_ms)), -1
 
 
-def stamp_message(source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int) -> tuple[TimestampedValue, int]:
+def stamp_message(
+    source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
+) -> tuple[TimestampedValue, int]:
     """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, sources.event_from_message(source, index, data, max_event_bytes), record_ms)
+    return stamp(source, sources.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
 
 
 def _fallback(ms: Any) -> float:
@@ -115,13 +122,13 @@ class ClassifyAndKeyFn(beam.DoFn):
                 yield pvalue.TaggedOutput(COUNTS, ((element["run_id"], element["source_file"]), counts))
             yield pvalue.TaggedOutput(DEAD, element)
             return
-        source, ev = element
+        source, ev, behind_ms = element
         kind = classify_event(ev)
         counts = RunCounts(events=1, session_id=ev.session_id, format="stream")
         if kind is CALL:
             counts.used = 1
             counts.tool_calls = 1 if ev.type == "stream.tool_end" else 0
-            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), hold(source, ev)))
+            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), (ev.type, encode_held(source, ev), behind_ms)))
         elif kind is NOT_NEEDED:
             counts.not_needed = 1
         else:

@@ -23,10 +23,13 @@ Per key (event time throughout):
   event that arrives after that re-arms READ and yields a corrected reading
   (revision + 1), never a silent drop;
 - the CLEANUP timer (last event + grace + allowed lateness) reads a call whose
-  `tool_end` never came (outcome `unknown`), clears the buffer and leaves a
-  small tombstone for one more allowed-lateness period: an event for the key
-  then is a dead letter with reason `late` (and its run's counts move it from
-  "used" to "dead letters"); after that the key holds nothing.
+  `tool_end` never came (outcome `unknown`; events with neither a `tool_start`
+  nor a `tool_end` make no call and count as not needed, as in `reassess`),
+  clears the buffer and leaves a small tombstone for one more allowed-lateness
+  period: an event for the key then is a dead letter with reason `late` (and
+  its run's counts move it from "used" to "dead letters"); after that the key
+  holds nothing, and an event that arrives that far behind the source's
+  watermark (`behind_ms`) is `late` on arrival.
 """
 
 from __future__ import annotations
@@ -179,6 +182,7 @@ class _StatefulJoinFn(beam.DoFn):
         self.declarations = declarations
         self.grace_ms = grace_ms
         self.lateness_ms = lateness_ms
+        self.horizon_ms = grace_ms + 2 * lateness_ms  # how long a call and then its tombstone live
         self.reader_version = reader_version
         self.clock = clock
         self.duplicates = Metrics.counter("stream_join", "duplicates_dropped")
@@ -190,16 +194,19 @@ class _StatefulJoinFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[tuple[str, str], tuple[str, bytes]],
+        element: tuple[tuple[str, str], tuple[str, bytes, int]],
         timestamp: Timestamp = beam.DoFn.TimestampParam,
         events: Any = beam.DoFn.StateParam(EVENTS),
         state: Any = beam.DoFn.StateParam(STATE),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
         read_timer: Any = beam.DoFn.TimerParam(READ),
     ) -> Iterable[Any]:
-        (run_id, _call_id), (event_type, encoded) = element
-        held: _CallState = state.read() or _FRESH
-        if held.closed:
+        (run_id, _call_id), (event_type, encoded, behind_ms) = element
+        stored: _CallState | None = state.read()
+        held = stored or _FRESH
+        if held.closed or (stored is None and behind_ms > self.horizon_ms):
+            # its call was read and closed, or (nothing held for it) it came so far behind event
+            # time that any call it belonged to was closed and forgotten: past the allowed lateness
             self.late.inc()
             source, ev = decode_held(encoded)
             yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
@@ -269,11 +276,11 @@ class _StatefulJoinFn(beam.DoFn):
             # began) are dead letters, never dropped.
             rows = yield from self._read(key, events, held)
             if not rows and held.revision < 0:
+                # no tool_start or tool_end ever came: the events make no call, and count as not
+                # needed, as `reassess` counts them
                 _positioned, originals, _dups = order_call_events(events.read())
                 for source, ev in originals:
-                    self.late.inc()
-                    yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, key[0]))
-                    yield _moved(key[0], source, ev, "dead")
+                    yield _moved(key[0], source, ev, "not-needed")
         events.clear()
         state.write(_CLOSED)
         cleanup_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
@@ -331,7 +338,7 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 
 class StatefulCallJoin(beam.PTransform):
-    """Keyed call events `((run_id, call_id), hold(source, Event))` → readings rows
+    """Keyed call events `((run_id, call_id), (type, encode_held(source, Event), behind_ms))` → readings rows
     (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
 
     def __init__(
@@ -353,5 +360,5 @@ class StatefulCallJoin(beam.PTransform):
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
-        keyed.element_type = typehints.KV[typehints.Tuple[str, str], typehints.Tuple[str, bytes]]
+        keyed.element_type = typehints.KV[typehints.Tuple[str, str], typehints.Tuple[str, bytes, int]]
         return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings")

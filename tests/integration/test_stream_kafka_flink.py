@@ -1,77 +1,265 @@
-"""`footprint-audit stream` on a real Kafka broker and an embedded Flink equals `reassess`.
+"""`footprint-audit stream` on a real Kafka broker and the embedded Flink, as a user runs it.
 
-The events of the bundled example recordings are produced to a topic (one
-partition, in event-time order, each record's CreateTime its `wallClockMs`,
-as a live agent would emit them); the stream job reads them with the
-cross-language `ReadFromKafka` on `--runner FlinkRunner --flink_master=[local]`
-(Python worker in LOOPBACK), joins each call in state and writes windowed
-Parquet. Its readings must equal those of `reassess` on the same recordings
-(for the calls read from events; see `assert_stream_matches_batch`).
+Each test produces records to a real KRaft broker, runs the real CLI in its
+own process (`--runner FlinkRunner --flink_master=[local]`), and waits on
+what it writes, with generous timeouts:
+
+- a delivery that is out of order across and within partitions, with 10%
+  of the records sent twice, a 5 MB event, and a declaration that comes
+  past the allowed lateness: the current readings equal `reassess`'s, the
+  large event is read and reading goes on, the late declaration is a `late`
+  dead letter counted in `runs`, and every record is accounted for;
+- 100,000 events of generated history replayed: every call read, nothing
+  `late`, `runs` accounts for every event;
+- the launcher killed with SIGKILL mid-stream, then started again: it
+  resumes from its checkpoint, nothing is lost, no file is overwritten, the
+  current readings equal `reassess`'s, and no process of the first launch is left.
 """
 
 from __future__ import annotations
 
-import time
+import hashlib
+import os
+import random
+import signal
+from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from pipelines import reassess, stream
-from transforms.sources import read_source
+from pipelines import reassess
+from stream_harness import (
+    accounted,
+    example_events,
+    finish,
+    partition_of,
+    produce,
+    stream_cli,
+    tables,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
+PARTITIONS = 3
 
-def example_events() -> list[tuple[int | None, bytes]]:
-    """Every (readable) event of the bundled example recordings, sorted by event time."""
-    items = []
-    files = sorted(p for p in (ROOT / "examples" / "recordings").rglob("*") if p.is_file())
-    for order, path in enumerate(files):
-        for run in read_source(str(path)).runs:
+
+def reassess_examples(out: Path) -> Path:
+    assert reassess.run(["--input", str(ROOT / "examples/recordings/**"), "--output", str(out),
+                         "--declarations", str(ROOT / "examples/declarations.json"), "--no-progress", "--quiet"]) == 0
+    return out
+
+
+def shuffled_with_copies(events: list, seed: int = 11) -> list[tuple[int, int | None, bytes]]:
+    """The examples as a keyed producer with retries would deliver them: each run in its own
+    partition, every record displaced by up to 4 s of event time (inside the default 5 s of
+    out-of-orderness), some declarations 20 s late (inside the 30 s grace), and 10% sent twice."""
+    rnd = random.Random(seed)
+    keyed = []
+    for n, (ms, run, body) in enumerate(events):
+        if ms is None:
+            key = float("inf")
+        elif b'agentfootprint.tools.' in body and rnd.random() < 0.3:
+            key = ms + 20_000 + rnd.random() * 4_000  # a declaration delivered after its tool_end
+        else:
+            key = ms + rnd.random() * 4_000
+        keyed.append((key, n, (partition_of(run, PARTITIONS), ms, body)))
+    for n in rnd.sample(range(len(events)), len(events) // 10):
+        ms, run, body = events[n]
+        later = (ms or 0) + rnd.random() * 4_000 if ms is not None else float("inf")
+        keyed.append((later, len(keyed), (partition_of(run, PARTITIONS), ms, body)))  # a redelivery
+    keyed.sort(key=lambda t: (t[0], t[1]))
+    return [rec for _k, _n, rec in keyed]
+
+
+def big_call(ms: int) -> list[tuple[int, int, bytes]]:
+    """A call whose tool_end carries 5 MB of rows, in a run of its own."""
+    run = "run-big-5mb"
+    meta = {"runId": run, "wallClockMs": ms}
+    rows = [{"id": i, "name": "x" * 40} for i in range(80_000)]
+    start = {"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "big-1", "toolName": "find_rows"}, "meta": meta}
+    end = {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "big-1", "result": rows}, "meta": {**meta, "wallClockMs": ms + 5}}
+    p = partition_of(run, PARTITIONS)
+    return [(p, ms, orjson.dumps(start)), (p, ms + 5, orjson.dumps(end))]
+
+
+@pytest.fixture(scope="module")
+def delivered(integration_jars, tmp_path_factory):
+    """One job over the shuffled, duplicated delivery (+ a 5 MB event, + a declaration past the lateness)."""
+    from kafka_broker import KafkaBroker
+
+    work = tmp_path_factory.mktemp("delivered")
+    events = example_events()
+    timed = [ms for ms, _r, _b in events if ms is not None]
+    records = shuffled_with_copies(events)
+    middle = len(records) // 2
+    records[middle:middle] = big_call(timed[len(timed) // 2])
+    # A declaration for the first example call, sent once everything else has been read: by then
+    # event time is months past its call's end, grace and allowed lateness.
+    first = next(orjson.loads(b) for _ms, _r, b in events if b'stream.tool_end"' in b)
+    late = {"type": "agentfootprint.tools.absent",
+            "payload": {"toolCallId": first["payload"]["toolCallId"], "toolName": "late_tool", "checked": ["x"]},
+            "meta": first["meta"]}  # fmt: skip
+    late_record = (partition_of(first["meta"]["runId"], PARTITIONS), first["meta"]["wallClockMs"], orjson.dumps(late))
+    out, log = work / "stream", work / "stream.log"
+    with KafkaBroker(integration_jars["kafka_lib"], workdir=work / "kafka") as broker:
+        broker.create_topic("events", partitions=PARTITIONS)
+        produced = produce(broker.bootstrap, "events", records)
+        proc = stream_cli(f"kafka://{broker.bootstrap}/events", out, "--max-records", str(produced + 1),
+                          "--allowed-lateness-seconds", "120", log=log)
+        try:
+            last_end = max(ms for ms, _r, b in events if ms is not None and b'stream.tool_end"' in b)
+            wait_for(lambda: any(_ms(r["ended_at"]) >= last_end for r in _readings(out)),
+                     "the latest call's reading", proc=proc, log=log)
+            produce(broker.bootstrap, "events", [late_record])
+            finish(proc, log)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return {"out": out, "produced": produced + 1, "batch": reassess_examples(work / "batch"), "late": late}
+
+
+def _ms(value) -> float:
+    """A timestamp column's value in ms (None: -1)."""
+    if value is None:
+        return -1
+    return value.timestamp() * 1000 if hasattr(value, "timestamp") else float(value)
+
+
+def _readings(out: Path) -> list[dict]:
+    try:
+        return load_table(out, "readings")
+    except Exception:  # nothing written yet, or a file being renamed into place
+        return []
+
+
+def test_shuffled_duplicated_delivery_gives_reassess_readings(delivered):
+    compared = assert_stream_matches_batch(delivered["batch"], delivered["out"], extra_ok={("run-big-5mb", "big-1", 1)})
+    assert compared > 40
+
+
+def test_every_record_is_accounted_for_and_copies_count_as_not_needed(delivered):
+    assert accounted(delivered["out"]) == delivered["produced"]
+    _readings_, _dead, runs = tables(delivered["out"])
+    assert sum(r["events_not_needed"] for r in runs) >= (delivered["produced"] - 2) // 11  # the copies at least
+
+
+def test_a_5mb_event_is_read_and_reading_goes_on(delivered):
+    readings, _dead, _runs = tables(delivered["out"])
+    big = [r for r in readings if r["run_id"] == "run-big-5mb"]
+    assert big and big[-1]["outcome"] == "ran" and big[-1]["rows"] == 80_000
+    assert len({r["run_id"] for r in readings}) > 10
+
+
+def test_a_declaration_past_the_allowed_lateness_is_a_late_dead_letter_counted_in_runs(delivered):
+    _readings_, dead, runs = tables(delivered["out"])
+    late = [d for d in dead if d["reason"] == "late"]
+    assert len(late) == 1 and orjson.loads(late[0]["raw"])["payload"]["toolName"] == "late_tool"
+    run_id, source = late[0]["run_id"], late[0]["source_file"]
+    assert sum(r["dead_letters"] for r in runs if (r["run_id"], r["source_file"]) == (run_id, source)) >= 1
+
+
+def test_no_file_is_written_twice_and_names_are_unique(delivered):
+    files = [p for p in delivered["out"].rglob("*.parquet") if "_state" not in p.parts]
+    assert files and all(p.name.startswith("pane-") and p.parent.name.startswith("window=") for p in files)
+    assert not [p for p in delivered["out"].rglob(".tmp-*")]
+
+
+def history_records(tmp: Path, partitions: int = PARTITIONS, target: int = 100_000) -> tuple[list, Path]:
+    """About `target` events of generated history (seeded), each run in its own partition, in order;
+    also written as one JSON Lines file for `reassess`."""
+    from bench.generate import generate
+
+    src = tmp / "generated"
+    generate(src, 72 << 20, seed=5, layout="stream")
+    records, lines = [], []
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        for run in read_runs(path):
             for ev in run.events:
                 ms = ev.meta.get("wallClockMs")
-                ms = int(ms) if type(ms) in (int, float) else None
+                if type(ms) not in (int, float):
+                    continue
                 body = orjson.dumps({"type": "agentfootprint." + ev.type, "payload": ev.payload, "meta": ev.meta})
-                items.append((ms, order, ev.index, body))
-    # Events with no event time go last: their record time is the broker's clock.
-    items.sort(key=lambda t: (t[0] is None, t[0] or 0, t[1], t[2]))
-    return [(ms, body) for ms, _o, _i, body in items]
+                records.append((partition_of(ev.run_id, partitions), int(ms), body))
+                lines.append(body)
+                if len(records) == target:
+                    break
+            if len(records) == target:
+                break
+        if len(records) == target:
+            break
+    history = tmp / "history.jsonl"
+    history.write_bytes(b"\n".join(lines) + b"\n")
+    return records, history
 
 
-def test_stream_on_flink_from_kafka_equals_reassess(kafka_broker, flink_args, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    events = example_events()
-    topic = "agentfootprint-events"
-    kafka_broker.create_topic(topic, partitions=1)
-    kafka_broker.produce(topic, [b for _ms, b in events], timestamps_ms=[ms for ms, _b in events])
+def read_runs(path: Path):
+    from transforms.sources import read_source
 
-    out = tmp_path / "stream"
-    t0 = time.monotonic()
-    code = stream.run(
-        [
-            "--source", f"kafka://{kafka_broker.bootstrap}/{topic}",
-            "--output", str(out),
-            "--declarations", "examples/declarations.json",
-            "--max-records", str(len(events)),
-            "--max-read-seconds", "300",
-            *flink_args(streaming=True),
-        ]
-    )
-    elapsed = time.monotonic() - t0
-    assert code == 0
+    return read_source(str(path)).runs
 
+
+def test_replaying_100k_events_of_history_reads_every_call_on_time(integration_jars, tmp_path):
+    from kafka_broker import KafkaBroker
+
+    records, history = history_records(tmp_path)
+    assert len(records) == 100_000
     batch = tmp_path / "batch"
-    assert reassess.run(["--input", "examples/recordings/**", "--output", str(batch),
-                         "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]) == 0
-    compared = assert_stream_matches_batch(batch, out)
-    print(f"\n[timing] {len(events)} events through Kafka + Flink in {elapsed:.1f}s; {compared} readings equal")
-    assert compared > 40
-    # every produced event is accounted for in the stream's runs and dead letters
-    runs = load_table(out, "runs")
-    dead = load_table(out, "dead_letters")
-    assert sum(r["events"] for r in runs) + sum(1 for d in dead if d["run_id"] is None) >= len(events)
-    assert all(d["reason"] in {"bad-field", "redacted-call-id", "missing-call-id"} for d in dead)
-    # windowed files with unique pane names
-    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
-    assert files and all("/window=" in f and f.rsplit("/", 1)[-1].startswith("pane-") for f in files)
+    assert reassess.run(["--input", str(history), "--output", str(batch), "--no-progress", "--quiet"]) == 0
+    out, log = tmp_path / "stream", tmp_path / "stream.log"
+    with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
+        broker.create_topic("history", partitions=PARTITIONS)
+        produce(broker.bootstrap, "history", records)
+        proc = stream_cli(f"kafka://{broker.bootstrap}/history", out, "--max-records", str(len(records)), log=log)
+        finish(proc, log, timeout=1200)
+    readings, dead, _runs = tables(out)
+    assert not [d for d in dead if d["reason"] == "late"]
+    assert accounted(out) == len(records)
+    assert assert_stream_matches_batch(batch, out, examples=False) > 1000
+    assert {r["revision"] for r in readings} == {0}
+
+
+def _files(out: Path) -> dict[str, tuple[int, str]]:
+    return {
+        str(p.relative_to(out)): (p.stat().st_ino, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in out.rglob("*.parquet")
+        if "_state" not in p.parts
+    }
+
+
+def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(integration_jars, tmp_path):
+    from kafka_broker import KafkaBroker
+
+    events = example_events()
+    records = [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in events]
+    half = len(records) // 2
+    out, log = tmp_path / "stream", tmp_path / "stream.log"
+    with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
+        broker.create_topic("events", partitions=PARTITIONS)
+        produce(broker.bootstrap, "events", records[:half])
+        source = f"kafka://{broker.bootstrap}/events"
+        first = stream_cli(source, out, "--max-records", str(len(records)), "--checkpoint-seconds", "2", log=log)
+        children: list[psutil.Process] = []
+        try:
+            wait_for(lambda: bool(_readings(out)), "the first readings", proc=first, log=log)
+            wait_for(lambda: any((out / "_state" / "checkpoints").glob("*/chk-*/_metadata")), "a checkpoint", proc=first, log=log)
+            children = psutil.Process(first.pid).children(recursive=True)
+            assert any("java" in c.name() for c in children)
+            before = _files(out)
+            first.send_signal(signal.SIGKILL)  # calls of the second half's runs are in flight
+            first.wait(60)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        gone, alive = psutil.wait_procs(children, timeout=120)
+        assert not alive, f"left running after the launcher was killed: {[p.pid for p in alive]}"
+        produce(broker.bootstrap, "events", records[half:])
+        second = stream_cli(source, out, "--max-records", str(len(records)), "--checkpoint-seconds", "2", log=log)
+        finish(second, log)
+    assert "resuming from" in log.read_text(errors="replace")
+    after = _files(out)
+    assert all(after.get(name) == seen for name, seen in before.items()), "a file written before the kill changed"
+    assert assert_stream_matches_batch(reassess_examples(tmp_path / "batch"), out) > 40
+    assert accounted(out) >= len(records)  # at least once: a record read after the checkpoint is read again
