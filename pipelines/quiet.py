@@ -29,6 +29,10 @@ NOISE = (
     "Worker: severity: DEBUG",
     # Flink's job server and LOOPBACK worker, line by line
     "Discarding unparseable args",
+    # the job server's JVM started and stopped by Beam (FlinkRunner), and its wait for it
+    "Really starting service at",
+    "Really destroying service at",
+    "Waiting for grpc channel to be ready",
 )
 
 
