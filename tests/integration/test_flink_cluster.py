@@ -30,30 +30,20 @@ def _cluster_module():
 
 
 @pytest.fixture
-def flink_cluster(integration_jars, tmp_path, monkeypatch):
-    """A started cluster (its info dict: ports, pids, Beam flags); stopped afterwards, processes checked gone."""
-    from apache_beam.runners.portability import job_server
+def flink_cluster(integration_jars, flink_args, tmp_path, monkeypatch):
+    """A started cluster (its info dict: ports, pids, Beam flags); stopped afterwards, processes checked gone.
 
+    `flink_args` (conftest) stops the job servers FlinkRunner starts in this test.
+    """
     monkeypatch.chdir(ROOT)  # the pool's workers run where the cluster is started: relative paths agree
     cluster = _cluster_module()
     state = tmp_path / "flink-cluster"
     info = cluster.start(state, slots=2, timeout=600)
-    # FlinkRunner keeps its job server until interpreter exit: stop the ones this test started.
-    started = []
-    original = job_server.StopOnExitJobServer.start
-
-    def recording_start(self):
-        started.append(self)
-        return original(self)
-
-    monkeypatch.setattr(job_server.StopOnExitJobServer, "start", recording_start)
     pids = [p["pid"] for p in info["processes"]]
     pool_children = [c.pid for c in psutil.Process(pids[-1]).children(recursive=True)] if psutil.pid_exists(pids[-1]) else []
     try:
         yield info
     finally:
-        for server in started:
-            server.stop()
         cluster.stop(state, grace=60)
         left = [p for p in pids + pool_children if psutil.pid_exists(p)
                 and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
