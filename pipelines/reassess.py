@@ -58,6 +58,7 @@ from transforms.write import WriteTables
 
 from . import output
 from .cached_jars import cached_job_server, one_line
+from .jars import runner_of
 from .workers import WorkerPool, default_workers
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError"]
@@ -234,9 +235,10 @@ def _workers(workers: int | None, beam_args: list[str]) -> int:
     """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
     if workers is not None:
         return workers
-    asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
-    if _flag_given(beam_args, "--direct_num_workers") and asked is not None:
-        return asked or default_workers()
+    if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
+        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
+        if asked is not None:
+            return asked or default_workers()
     return default_workers()
 
 
@@ -303,7 +305,7 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit reassess: {exc}", file=sys.stderr)
         return 2
     workers = _workers(args.workers, beam_args)
-    named_runner = PipelineOptions(beam_args).view_as(StandardOptions).runner
+    named_runner = runner_of(beam_args)
     if not args.no_progress:
         print(f"footprint-audit reassess: {len(files)} input files, {total / 1e6:,.1f} MB", file=sys.stderr)
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
