@@ -24,6 +24,10 @@ Run on Dataflow::
         --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 
 (Remote outputs are written straight to `--output`, without the local staging swap.)
+
+`--workers N` (default: every core) runs the local runner's steps in N worker
+processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
+TaskManager to N.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any, TypeVar
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import ExternalEnvironment
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import join as join_mod
@@ -50,11 +55,14 @@ from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
 from . import output, version
+from .cached_jars import cached_job_server
 from .errors import OutputError, UsageError
 from .inputs import display_name, expand_inputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
+from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget
+from .workers import WorkerPool, default_workers
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
@@ -91,6 +99,8 @@ def _parser() -> FlagParser:
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--workers", type=_positive, metavar="N",
+                   help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--quiet", action="store_true", help="no summary at the end")
     p.add_argument("--max-dead-letter-rate", type=_rate, metavar="R",
@@ -99,6 +109,14 @@ def _parser() -> FlagParser:
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
+
+
+def _positive(text: str) -> int:
+    """A positive whole number (argparse turns the ValueError into a usage message, exit 2)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def build_pipeline(
@@ -189,17 +207,52 @@ class LocalRunOptions(PipelineOptions):
         object.__setattr__(self, "_views", {})
 
 
-def _pipeline_options(beam_args: list[str]) -> tuple[PipelineOptions, object | None, bool]:
-    """Beam's options, the runner to pin (None: the one `--runner` names) and whether to spread files."""
+def _flag_given(beam_args: list[str], name: str) -> bool:
+    return any(a == name or a.startswith(name + "=") for a in beam_args)
+
+
+def _workers(workers: int | None, beam_args: list[str]) -> int:
+    """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
+    if workers is not None:
+        return workers
+    if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
+        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
+        if asked is not None:
+            return asked or default_workers()
+    return default_workers()
+
+
+def _flink_workers(beam_args: list[str], workers: int) -> list[str]:
+    """Flink's flags for `workers`: its parallelism and the Python workers per TaskManager, unless given."""
+    extra = [f"--{name}={workers}" for name in ("parallelism", "sdk_worker_parallelism")
+             if not _flag_given(beam_args, f"--{name}")]
+    return [*beam_args, *extra]
+
+
+def _pipeline_options(
+    beam_args: list[str], workers: int | None = None, pool: str | None = None
+) -> tuple[PipelineOptions, object | None, bool]:
+    """Beam's options, the runner to pin (None: the one `--runner` names) and whether to spread files.
+
+    `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
+    the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
+    """
     options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner is not None:
+    runner = options.view_as(StandardOptions).runner
+    if runner is not None:
+        if workers and runner.lower().startswith("flink"):
+            options = PipelineOptions(_flink_workers(beam_args, workers))
         return options, None, True
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
-    workers = options.view_as(DirectOptions).direct_num_workers or 1
+    workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
     # The job's graph is fixed and type-checked by its tests (TestPipeline checks by
     # default); checking it again at each local run costs about 30 ms.
     unchecked = {} if "--pipeline_type_check" in beam_args else {"pipeline_type_check": False}
-    return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
+    if pool is None or workers == 1:
+        return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
+    # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
+    local = LocalRunOptions(beam_args, direct_num_workers=workers, **unchecked)
+    return local, FnApiRunner(default_environment=ExternalEnvironment(pool)), True
 
 
 def _say(sentence: str) -> None:
@@ -267,16 +320,18 @@ def _run_job(
     total = sum(size for _path, size in inputs)
     shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
     try:
-        from .jars import with_flink_job_server
-
-        beam_args = with_flink_job_server(beam_args)
-    except RuntimeError as exc:  # jars.FetchError: no Java, no Maven, nothing cached
+        beam_args = cached_job_server(beam_args)
+    except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
         _say(str(exc))
         return 2
-    options, runner, spread = _pipeline_options(beam_args)
+    workers = _workers(args.workers, beam_args)
+    named_runner = runner_of(beam_args)
     if not args.no_progress:
         _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
+    # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
+    pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     try:
+        options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
         pipeline = beam.Pipeline(runner=runner, options=options)
         build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
                        not args.no_progress, spread, local_paths)
@@ -288,8 +343,12 @@ def _run_job(
         return INTERRUPTED_EXIT
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
         target.discard()
-        _say(f"the job failed and nothing was published: {_failure(exc)}")
+        where = f" on {named_runner}" if named_runner else ""
+        _say(f"the job failed{where} and nothing was published: {_failure(exc)}")
         return 1
+    finally:
+        if pool is not None:
+            pool.close()
     return _finish(args, target.out)
 
 

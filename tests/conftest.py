@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The jobs the tests run use one worker unless a test asks for more (`--workers`): the default,
+# every core, would start worker processes for each of the suite's many small jobs.
+os.environ.setdefault("FOOTPRINT_AUDIT_WORKERS", "1")
 
 from helpers import ROOT
 

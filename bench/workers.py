@@ -1,0 +1,167 @@
+"""How `reassess` scales with worker processes: wall time of `--workers 1` against `--workers 2`.
+
+Role: issue 16's benchmark (not a test). Each run is its own process, not pinned (the
+workers need every core); the time is the wall time of `pipelines.reassess.run` in it
+(interpreter start and the launcher's imports left out, as in `bench/run.py`; the
+workers' start is counted). Modes are alternated run by run, each figure is the median
+of `--runs`, each ratio is of two medians from the same invocation, and every mode's
+tables are compared byte for byte with `--workers 1`'s ("same bytes").
+
+Modes (`--modes`):
+
+* `w1`      — `--workers 1`: Beam's local runner, its worker in the launcher;
+* `w2`      — `--workers 2`: two worker processes forked from the launcher (pipelines/workers.py);
+* `spawn2`  — the same pool with new interpreters as workers (what a launcher with threads gets);
+* `beammp2` — Beam's own `--direct_num_workers 2 --direct_running_mode multi_processing`;
+* `flink1`, `flink2` — the Flink cluster of tools/flink_cluster.py (started by this
+  command, stopped after), parallelism 1 and 2, Python workers in its worker pool.
+
+    python -m bench.workers                                  # 100 MB each layout, w1 and w2, 3 runs
+    python -m bench.workers --modes w1 w2 spawn2 beammp2 --runs 3
+    python -m bench.workers --modes flink1 flink2 --runs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.generate import parse_size  # noqa: E402
+from bench.run import DATA, dataset  # noqa: E402
+
+TABLES = ("readings", "dead_letters", "runs")
+TARGET = 1.6
+
+
+def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> dict:
+    """One run in this (fresh) process: the job's wall seconds."""
+    from pipelines import reassess, workers
+
+    extra: list[str] = []
+    if mode == "w1" or mode == "flink1":
+        extra = ["--workers", "1"]
+    elif mode in ("w2", "flink2"):
+        extra = ["--workers", "2"]
+    elif mode == "spawn2":
+        workers.can_fork = lambda: False
+        extra = ["--workers", "2"]
+    elif mode == "beammp2":
+        class NoPool:
+            address = "unused"
+
+            def close(self) -> None:
+                pass
+
+        reassess.WorkerPool = lambda n: NoPool()  # Beam's multi_processing mode starts its own workers
+        extra = ["--workers", "2", "--direct_running_mode=multi_processing"]
+    if mode.startswith("flink"):
+        extra += flags
+    argv = ["--input", pattern, "--output", out, "--declarations", decl, "--no-progress", "--quiet", *extra]
+    t = time.perf_counter()
+    code = reassess.run(argv)
+    if code:
+        raise SystemExit(code)
+    return {"seconds": time.perf_counter() - t}
+
+
+def _files(out: str) -> dict[str, bytes]:
+    root = Path(out)
+    return {str(p.relative_to(root)): p.read_bytes() for t in TABLES for p in sorted((root / t).glob("*.parquet"))}
+
+
+def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> float:
+    cmd = [sys.executable, "-m", "bench.workers", "--child", mode, pattern, decl, out, json.dumps(flags)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("FOOTPRINT_AUDIT_WORKERS", None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])["seconds"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        mode, pattern, decl, out, flags = argv[1:6]
+        print("RESULT " + json.dumps(_child(mode, pattern, decl, out, json.loads(flags))), flush=True)
+        return 0
+    ap = argparse.ArgumentParser(description="wall time of reassess --workers 1 against --workers 2")
+    ap.add_argument("--size", default="100MB")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--layouts", nargs="*", default=["recordings", "stream"])
+    ap.add_argument("--modes", nargs="*", default=["w1", "w2"])
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--json", help="also write every run's seconds to this file")
+    args = ap.parse_args(argv)
+    modes = list(dict.fromkeys(["w1", *args.modes]))  # w1: the reference of every ratio and of the bytes
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    cluster = None
+    flags: list[str] = []
+    if any(m.startswith("flink") for m in modes):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("flink_cluster", ROOT / "tools" / "flink_cluster.py")
+        cluster = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cluster)
+        state = Path(tempfile.mkdtemp(prefix="bench-flink-"))
+        os.chdir(ROOT)
+        info = cluster.start(state, slots=2, timeout=600)
+        flags = info["flags"] + [f"--temp_location={state / 'beam-temp'}"]
+    results: dict = {}
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
+          f"median of {args.runs} runs", file=sys.stderr)
+    try:
+        for layout in args.layouts:
+            pattern, decl = dataset(layout, parse_size(args.size), args.seed, data)
+            size = sum(p.stat().st_size for p in Path(pattern).rglob("*") if p.is_file())
+            secs: dict[str, list[float]] = {m: [] for m in modes}
+            same: dict[str, bool] = {m: True for m in modes}
+            with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
+                for i in range(args.runs):
+                    reference = None
+                    for mode in modes:
+                        out = os.path.join(tmp, f"{mode}-{i}")
+                        secs[mode].append(_spawn(mode, pattern, decl, out, flags))
+                        files = _files(out)
+                        if mode == "w1":
+                            reference = files
+                        else:
+                            same[mode] = same[mode] and files == reference
+                        shutil.rmtree(out, ignore_errors=True)
+                        print(f"  {layout} {mode} run {i + 1}: {secs[mode][-1]:.2f} s", file=sys.stderr, flush=True)
+            med = {m: statistics.median(v) for m, v in secs.items()}
+            results[layout] = {"bytes": size, "runs": secs, "median": med, "same_bytes": same,
+                               "load": os.getloadavg()[0]}
+            print(f"\n{layout}, {size / 1e6:,.0f} MB, load {os.getloadavg()[0]:.2f}")
+            print("mode     | median wall s | speed-up vs w1 | same bytes as w1 | runs")
+            for m in modes:
+                ratio = med["w1"] / med[m]
+                met = "" if m == "w1" else (" (target met)" if m == "w2" and ratio >= TARGET else "")
+                print(f"{m:8} | {med[m]:13.2f} | {ratio:13.2f}x{met} | {'yes' if same[m] else 'NO':16} | "
+                      + ", ".join(f"{s:.2f}" for s in secs[m]))
+    finally:
+        if cluster is not None:
+            cluster.stop(state)
+            shutil.rmtree(state, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
