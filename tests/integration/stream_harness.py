@@ -63,11 +63,11 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, int | None,
     return n
 
 
-def stream_cli(source: str, out: Path, *extra: str, log: Path) -> subprocess.Popen:
+def stream_cli(source: str, out: Path, *extra: str, log: Path, declarations: Path | None = None) -> subprocess.Popen:
     """`footprint-audit stream` on the embedded Flink, as its own process (logs to a file)."""
     cmd = [
         sys.executable, "-m", "pipelines.cli", "stream", "--source", source, "--output", str(out),
-        "--declarations", str(ROOT / "examples" / "declarations.json"),
+        "--declarations", str(declarations or ROOT / "examples" / "declarations.json"),
         "--runner=FlinkRunner", "--flink_master=[local]", "--environment_type=LOOPBACK", "--parallelism=1",
         *extra,
     ]  # fmt: skip

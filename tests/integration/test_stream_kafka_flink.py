@@ -204,15 +204,20 @@ def read_runs(path: Path):
 def test_replaying_100k_events_of_history_reads_every_call_on_time(integration_jars, tmp_path):
     from kafka_broker import KafkaBroker
 
+    from bench.generate import write_declarations
+
     records, history = history_records(tmp_path)
     assert len(records) == 100_000
+    declarations = Path(write_declarations(tmp_path / "declarations.json"))
     batch = tmp_path / "batch"
-    assert reassess.run(["--input", str(history), "--output", str(batch), "--no-progress", "--quiet"]) == 0
+    assert reassess.run(["--input", str(history), "--output", str(batch), "--declarations", str(declarations),
+                         "--no-progress", "--quiet"]) == 0
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("history", partitions=PARTITIONS)
         produce(broker.bootstrap, "history", records)
-        proc = stream_cli(f"kafka://{broker.bootstrap}/history", out, "--max-records", str(len(records)), log=log)
+        proc = stream_cli(f"kafka://{broker.bootstrap}/history", out, "--max-records", str(len(records)), log=log,
+                          declarations=declarations)
         finish(proc, log, timeout=1200)
     readings, dead, _runs = tables(out)
     assert not [d for d in dead if d["reason"] == "late"]
