@@ -1,0 +1,208 @@
+"""Kafka to Parquet on the embedded Flink: events/s end to end, and latency from `tool_end` to reading.
+
+Role: the stream's benchmark (not a test). It starts a local KRaft broker
+(`tools/kafka_local.py`) and runs `footprint-audit stream` as a user would, in its own
+process, on `--runner FlinkRunner --flink_master=[local]`:
+
+* **throughput** — `--events` events of generated history (`bench/generate.py`, seeded)
+  are produced first, then one bounded job reads them all (`--max-records`). Reported:
+  the job's wall time (Flink's start included) and events/s after its first file
+  (start-up left out), with the tables checked to account for every event.
+* **latency** — a live producer sends calls for `--live-seconds`, each event stamped
+  with the wall clock as it is sent (`tool_start`, a declaration, `tool_end`), while
+  the job runs. Every output file is noticed by polling the output folder every
+  0.2 s; a reading's latency is when its file appeared minus its `tool_end`'s
+  `wallClockMs`. Reported: p50 and p95, against the grace period (the reading is due
+  only `--grace-seconds` after `tool_end`).
+
+    python -m bench.stream_kafka                       # 100k events; 60 s live at 200 calls/s
+    python -m bench.stream_kafka --events 20000 --live-seconds 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+for extra in (ROOT, ROOT / "tools"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+PARTITIONS = 3
+
+
+def _history(work: Path, events: int) -> tuple[list[tuple[int, int, bytes]], Path]:
+    from bench.generate import generate, write_declarations
+    from transforms.sources import read_source
+
+    src = work / "generated"
+    generate(src, max(8 << 20, events * 760), seed=5, layout="stream")
+    records: list[tuple[int, int, bytes]] = []
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        for run in read_source(str(path)).runs:
+            for ev in run.events:
+                ms = ev.meta.get("wallClockMs")
+                if type(ms) not in (int, float) or len(records) >= events:
+                    continue
+                body = orjson.dumps({"type": "agentfootprint." + ev.type, "payload": ev.payload, "meta": ev.meta})
+                records.append((zlib.crc32((ev.run_id or "").encode()) % PARTITIONS, int(ms), body))
+    return records, Path(write_declarations(work / "declarations.json"))
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[int, int, bytes]]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=1 << 20, max_request_size=64 << 20)
+    for partition, ms, body in records:
+        producer.send(topic, value=body, partition=partition, timestamp_ms=ms)
+    producer.flush(300)
+    producer.close(60)
+
+
+def _stream(source: str, out: Path, declarations: Path, log: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "pipelines.cli", "stream", "--source", source, "--output", str(out),
+           "--declarations", str(declarations), "--runner=FlinkRunner", "--flink_master=[local]",
+           "--environment_type=LOOPBACK", "--parallelism=1", *extra]  # fmt: skip
+    with open(log, "ab") as f:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _files(out: Path, table: str) -> list[Path]:
+    return sorted((out / table).rglob("pane-*.parquet")) if (out / table).exists() else []
+
+
+def throughput(work: Path, bootstrap: str, events: int) -> dict:
+    records, declarations = _history(work, events)
+    _produce(bootstrap, "history", records)
+    out, log = work / "throughput", work / "throughput.log"
+    start = time.monotonic()
+    proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)))
+    first = None
+    while proc.poll() is None:
+        if first is None and _files(out, "runs"):
+            first = time.monotonic()
+        time.sleep(0.2)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"the stream job failed ({proc.returncode}); see {log}")
+    runs = [r for f in _files(out, "runs") for r in pq.read_table(f).to_pylist()]
+    dead = [r for f in _files(out, "dead_letters") for r in pq.read_table(f).to_pylist()]
+    accounted = sum(r["events"] for r in runs) + sum(1 for d in dead if d["run_id"] is None)
+    after_first = wall - ((first or start) - start)
+    return {"events": len(records), "accounted": accounted, "wall_s": wall,
+            "events_per_s_wall": len(records) / wall, "events_per_s_after_start": len(records) / max(after_first, 1e-9)}  # fmt: skip
+
+
+def _live_producer(bootstrap: str, topic: str, seconds: float, calls_per_s: float, stop: threading.Event) -> int:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+    rnd = random.Random(3)
+    sent = 0
+    t_end = time.time() + seconds
+    n = 0
+    while time.time() < t_end and not stop.is_set():
+        run = f"live-{n % 50}"
+        call = f"call-{n}"
+        p = zlib.crc32(run.encode()) % PARTITIONS
+        for kind, payload in (
+            ("stream.tool_start", {"toolCallId": call, "toolName": "find_volumes"}),
+            ("tools.absent", {"toolCallId": call, "toolName": "find_volumes", "checked": ["inventory"]}),
+            ("stream.tool_end", {"toolCallId": call, "result": [] if rnd.random() < 0.5 else [{"id": n}]}),
+        ):
+            now = int(time.time() * 1000)
+            body = orjson.dumps({"type": "agentfootprint." + kind, "payload": payload, "meta": {"runId": run, "wallClockMs": now}})
+            producer.send(topic, value=body, partition=p, timestamp_ms=now)
+            sent += 1
+        n += 1
+        time.sleep(max(0.0, 1.0 / calls_per_s))
+    producer.flush(60)
+    producer.close(10)
+    return sent
+
+
+def latency(work: Path, bootstrap: str, seconds: float, calls_per_s: float, grace: float) -> dict:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("live", PARTITIONS, 1)])
+    admin.close()
+    out, log = work / "latency", work / "latency.log"
+    declarations = ROOT / "examples" / "declarations.json"
+    proc = _stream(f"kafka://{bootstrap}/live", out, declarations, log,
+                   "--max-read-seconds", str(int(seconds + grace + 40)), "--grace-seconds", str(grace))  # fmt: skip
+    # wait until the job reads (its first checkpoint folder is a sign it runs)
+    deadline = time.time() + 300
+    while not (out / "_state" / "checkpoints").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(5)  # let the job reach its first bundle before calls start
+    stop = threading.Event()
+    sent_box: list[int] = []
+    producer = threading.Thread(target=lambda: sent_box.append(_live_producer(bootstrap, "live", seconds, calls_per_s, stop)))
+    producer.start()
+    seen: dict[Path, float] = {}
+    while proc.poll() is None:
+        now = time.time()
+        for f in _files(out, "readings"):
+            seen.setdefault(f, now)
+        time.sleep(0.2)
+    stop.set()
+    producer.join()
+    lat = []
+    for f, at in seen.items():
+        for r in pq.read_table(f, columns=["ended_at", "tool_call_id"]).to_pylist():
+            if r["ended_at"] is not None:
+                lat.append(at - r["ended_at"].timestamp())
+    lat.sort()
+    if not lat:
+        raise SystemExit(f"no live reading was written; see {log}")
+    q = statistics.quantiles(lat, n=20)
+    return {"readings": len(lat), "sent": sent_box[0] if sent_box else 0, "p50_s": statistics.median(lat), "p95_s": q[18], "grace_s": grace}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.stream_kafka", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--live-seconds", type=float, default=60)
+    ap.add_argument("--calls-per-second", type=float, default=200)
+    ap.add_argument("--grace-seconds", type=float, default=30)
+    ap.add_argument("--skip", choices=["throughput", "latency"], action="append", default=[])
+    args = ap.parse_args(argv)
+    from kafka_local import KafkaBroker
+    from pipelines.jars import ensure_jars
+
+    work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    try:
+        with KafkaBroker(ensure_jars(log=lambda m: None)["kafka_lib"], workdir=work / "kafka") as broker:
+            if "throughput" not in args.skip:
+                broker.create_topic("history", partitions=PARTITIONS)
+                t = throughput(work, broker.bootstrap, args.events)
+                print(f"throughput: {t['events']:,} events, {t['accounted']:,} accounted, {t['wall_s']:.1f} s wall "
+                      f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
+                      f"{t['events_per_s_after_start']:,.0f} after the first file)")  # fmt: skip
+            if "latency" not in args.skip:
+                lat = latency(work, broker.bootstrap, args.live_seconds, args.calls_per_second, args.grace_seconds)
+                print(f"latency: {lat['readings']:,} live readings of {lat['sent']:,} events sent; tool_end to file "
+                      f"p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s (grace {lat['grace_s']:.0f} s: "
+                      f"p50 = grace + {lat['p50_s'] - lat['grace_s']:.1f} s)")  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
