@@ -4,7 +4,7 @@ from importlib import metadata as _metadata
 
 from .quiet import install as _quiet_beam
 
-_quiet_beam()  # before Beam is imported: its import prints a warning
+_quiet_beam()  # log lines off stderr unless FOOTPRINT_AUDIT_LOG asks; before Beam's import warns
 
 
 def version() -> str:

@@ -3,11 +3,12 @@
 Pattern: a thin dispatcher; each subcommand owns its flags (`run(argv)`).
 Role:    the console script. A user's mistake is one sentence on stderr and
          exit code 2, never a traceback; Beam options pass through untouched.
+         Log lines (Beam's included) stay off stderr unless `FOOTPRINT_AUDIT_LOG`
+         asks for them: `pipelines.quiet`, installed when this package is imported.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -26,21 +27,6 @@ commands:
 """
 
 
-#: Set to a level (`WARNING`, `INFO`, …) to see Beam's (and the Kafka client's) log lines.
-LOG_ENV = "FOOTPRINT_AUDIT_LOG"
-
-
-def _beam_logs() -> None:
-    """Beam's log lines stay out of a batch command's stderr (its import alone warns about GCP clients,
-    and a failed job logs each worker's traceback): the command says what happened in one sentence.
-    `FOOTPRINT_AUDIT_LOG=WARNING` (or another level) shows them."""
-    level = os.environ.get(LOG_ENV)
-    if level:
-        logging.basicConfig(level=level.upper())
-    else:
-        logging.getLogger().addHandler(logging.NullHandler())  # and no basicConfig from a first warning
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -53,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"footprint-audit {version()}")
         return 0
-    if command in ("reassess", "report", "stream"):
-        _beam_logs()
     if command == "reassess":
         from .reassess import run
     elif command == "stream":

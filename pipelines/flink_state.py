@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,13 @@ class FlinkSession:
         self.beam_args = list(beam_args)
         self.resumed_from: Path | None = None
         self.server: JobServer | None = None
+        self.state_dir: Path | None = None
+
+    def end_marker(self) -> str | None:
+        """Where a bounded read says it is done (on Flink: the job is then ended by the launcher)."""
+        if self.state_dir is None:
+            return None
+        return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
 
     def __enter__(self) -> "FlinkSession":
         runner = (jars.runner_of(self.beam_args) or "").lower()
@@ -111,6 +119,7 @@ class FlinkSession:
         state = Path(self.args.state_dir or os.path.join(self.args.output, "_state")).resolve()
         checkpoints = state / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
+        self.state_dir = state
         defaults = {
             "streaming": None,
             "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
@@ -119,9 +128,6 @@ class FlinkSession:
             "retain_externalized_checkpoints_on_cancellation": "true",
             "fail_on_checkpointing_errors": "false",
         }
-        if getattr(self.args, "max_records", 0) or getattr(self.args, "max_read_seconds", 0):
-            # a bounded read: let the sources stop when done, so the job can finish
-            defaults["shutdown_sources_after_idle_ms"] = "1000"
         for name, value in defaults.items():
             if not _given(self.beam_args, name):
                 self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")

@@ -1,21 +1,34 @@
-"""Keeps Beam's noise out of the user's terminal: its INFO lines and a few known warnings.
+"""Keeps log lines (Beam's, and any library's) out of the user's terminal: the commands speak for themselves.
 
-Role: installed once, when `pipelines` is imported (before Beam is), so it covers every
-command and every runner: the launcher, the local runner's workers (forked from the
-launcher, or Beam's own subprocesses, whose lines the runner logs again), and the
-LOOPBACK worker inside the launcher on Flink. Errors are never dropped; a warning is
-dropped only when it is one of the known, harmless ones below. `FOOTPRINT_AUDIT_BEAM_LOGS=all`
-in the environment turns the filter off (for debugging a runner).
+Role: the one place that decides what logging prints, for every command and every
+runner. Installed once, when `pipelines` is imported (before Beam is: its import
+warns about GCP clients), so it covers the launcher, the local runner's workers
+(forked from the launcher, or started as `python -m pipelines.workers`, which imports
+this package too), Beam's relayed worker lines and the LOOPBACK worker inside the
+launcher on Flink.
+
+By default nothing logged reaches stderr: a command reports a refusal or a failed job
+in one sentence of its own (a failed job's worker tracebacks, which Beam logs as
+errors, would bury it), and a successful job prints only its progress and summary.
+
+`FOOTPRINT_AUDIT_LOG=LEVEL` (`WARNING`, `INFO`, `ERROR`, or a number) shows the lines
+at LEVEL and above, as `LEVEL:logger:message`, without the known harmless warnings
+listed in `NOISE`; `FOOTPRINT_AUDIT_LOG=DEBUG` (or any other word, such as `all`)
+shows every line, noise included.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
-__all__ = ["install", "NOISE", "BeamNoiseFilter"]
+__all__ = ["install", "shown_level", "LOG_ENV", "NOISE", "BeamNoiseFilter"]
 
-#: Parts of warnings Beam prints that say nothing to a user of this tool.
+#: Set to a level (`WARNING`, `INFO`, …) to see Beam's (and the Kafka client's) log lines.
+LOG_ENV = "FOOTPRINT_AUDIT_LOG"
+
+#: Parts of lines Beam logs that say nothing to a user of this tool (dropped unless DEBUG is asked for).
 NOISE = (
     # bigquery's clients are not installed (nothing here uses them); printed at import
     "apitools not found",
@@ -37,7 +50,7 @@ NOISE = (
 
 
 class BeamNoiseFilter(logging.Filter):
-    """Drops the known harmless warnings (never an error)."""
+    """Drops the known harmless lines (never an error)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.ERROR:
@@ -46,39 +59,53 @@ class BeamNoiseFilter(logging.Filter):
         return not any(part in message for part in NOISE)
 
 
+def shown_level() -> int | None:
+    """The level from which log lines are shown (`$FOOTPRINT_AUDIT_LOG`), or None: none are.
+
+    A level's name (any case) or number; any other word shows every line (DEBUG), so a
+    typo there never costs the user a traceback.
+    """
+    value = os.environ.get(LOG_ENV, "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return int(value)
+    level = logging.getLevelName(value.upper())
+    return level if isinstance(level, int) else logging.DEBUG
+
+
 _installed = False
 
 
 def install() -> None:
-    """Show WARNING and above on stderr, without Beam's INFO lines and known noise (idempotent)."""
+    """Route the root logger's lines as `$FOOTPRINT_AUDIT_LOG` says (idempotent)."""
     global _installed
-    if _installed or os.environ.get("FOOTPRINT_AUDIT_BEAM_LOGS", "").strip().lower() == "all":
+    if _installed:
         return
     _installed = True
-    noise = BeamNoiseFilter()
-    # A logger's filter sees only the records made on it: this one catches `logging.warning(...)`.
-    logging.getLogger().addFilter(noise)
-    # A handler sees the records propagated from every logger (Beam's included), at any level
-    # Beam sets the root logger to; it shows WARNING and above.
-    logging.getLogger().addHandler(_QuietLastResort(noise))
+    root = logging.getLogger()
+    level = shown_level()
+    if level is None:
+        # A handler that drops everything: Python's last-resort handler (WARNING and above to
+        # stderr) is then not used, and `logging.warning()` or Beam's first use of logging
+        # finds a handler and configures none of its own.
+        root.addHandler(logging.NullHandler())
+        return
+    root.addHandler(_Stderr(level, noise=level > logging.DEBUG))
+    if level < root.level:
+        root.setLevel(level)
 
 
-class _QuietLastResort(logging.Handler):
-    """Writes WARNING and above to stderr (as Python's last resort would), through the noise filter.
+class _Stderr(logging.Handler):
+    """Writes the lines at `level` and above to the current stderr as `LEVEL:logger:message`."""
 
-    With a handler on the root logger Python's last-resort handler is not used, and a
-    root-level `basicConfig()` that Beam calls on first use does nothing: the format stays
-    `LEVEL:logger:message`, as before.
-    """
-
-    def __init__(self, noise: logging.Filter) -> None:
-        super().__init__(logging.WARNING)
-        self.addFilter(noise)
+    def __init__(self, level: int, noise: bool) -> None:
+        super().__init__(level)
+        if noise:
+            self.addFilter(BeamNoiseFilter())
         self.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        import sys
-
         try:
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging must never raise

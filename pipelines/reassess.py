@@ -74,8 +74,10 @@ BYTES_PER_SHARD = 256 << 20
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
-#: Flags this command reads from what its parser leaves over (not Beam's).
-_LEFTOVER_FLAGS = ("--pipeline_type_check",)
+#: Type-check the job's graph on the local runner (off by default there; Beam's default elsewhere).
+_TYPE_CHECK = "--pipeline_type_check"
+#: Flags this command reads from what its parser leaves over (not Beam's: not handed to Beam).
+_LEFTOVER_FLAGS = (_TYPE_CHECK,)
 
 
 def _rate(text: str) -> float:
@@ -211,12 +213,17 @@ def _flag_given(beam_args: list[str], name: str) -> bool:
     return any(a == name or a.startswith(name + "=") for a in beam_args)
 
 
+def _for_beam(beam_args: list[str]) -> list[str]:
+    """The flags Beam parses: without this command's leftover flags (Beam would warn they are unknown)."""
+    return [a for a in beam_args if a not in _LEFTOVER_FLAGS]
+
+
 def _workers(workers: int | None, beam_args: list[str]) -> int:
     """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
     if workers is not None:
         return workers
     if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
-        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
+        asked = PipelineOptions(_for_beam(beam_args)).view_as(DirectOptions).direct_num_workers
         if asked is not None:
             return asked or default_workers()
     return default_workers()
@@ -237,6 +244,8 @@ def _pipeline_options(
     `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
     the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
     """
+    type_check = _TYPE_CHECK in beam_args
+    beam_args = _for_beam(beam_args)
     options = PipelineOptions(beam_args)
     runner = options.view_as(StandardOptions).runner
     if runner is not None:
@@ -247,7 +256,7 @@ def _pipeline_options(
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
     # The job's graph is fixed and type-checked by its tests (TestPipeline checks by
     # default); checking it again at each local run costs about 30 ms.
-    unchecked = {} if "--pipeline_type_check" in beam_args else {"pipeline_type_check": False}
+    unchecked = {} if type_check else {"pipeline_type_check": False}
     if pool is None or workers == 1:
         return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.

@@ -31,6 +31,7 @@ import argparse
 import glob
 import os
 import sys
+import time
 from typing import Any
 
 import apache_beam as beam
@@ -39,11 +40,11 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import sources
 from transforms.accounting import add_counts, run_row
-from transforms.kafka_read import KafkaSpec, ReadKafkaEvents
+from transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
 from transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ParseMessageFn, ReadFilesAsStreamFn
 from transforms.stream_join import COUNT_FIXES, StatefulCallJoin
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
-from transforms.stream_write import WriteStreamTable, every_few_seconds
+from transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
 from transforms.worker_gc import tune_gc
 
 from . import flink_state
@@ -54,6 +55,17 @@ __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
 class UsageError(Exception):
     """A mistake in how the job was called."""
+
+
+class JobFailed(RuntimeError):
+    """The job ran and did not finish well."""
+
+
+def _first_line(exc: BaseException) -> str:
+    """The last `Type: message` line of a runner's error text (its own cause), or its first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    typed = [line for line in lines if ": " in line and line.split(":", 1)[0].replace(".", "").isidentifier()]
+    return (typed[-1] if typed else lines[0] if lines else type(exc).__name__)[:500]
 
 
 def parse_source(uri: str) -> tuple[str, dict]:
@@ -125,8 +137,12 @@ def build_stream(
     out: str,
     declarations: Declarations,
     args: argparse.Namespace,
+    end_marker: str | None = None,
 ) -> None:
-    """Wire the streaming job: source → events → stateful join → tables written every few seconds."""
+    """Wire the streaming job: source → events → stateful join → tables written every few seconds.
+
+    With `end_marker`, that file is written once a bounded read is wholly read and written.
+    """
     events = _events(p, source_uri, args)
     classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
@@ -134,13 +150,13 @@ def build_stream(
     )
     # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
     w, flush = args.window_seconds, 0 if parse_source(source_uri)[0] == "file" else args.flush_seconds
-    joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush)
-    (
+    written = [
+        joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
         (classified[DEAD], joined[JOIN_DEAD])
         | "AllDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush)
-    )
-    (
+        | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush),
+    ]
+    written.append(
         (classified[COUNTS], joined[COUNT_FIXES])
         | "AllCounts" >> beam.Flatten()
         | "CountEveryFewSeconds" >> every_few_seconds(flush)
@@ -148,6 +164,9 @@ def build_stream(
         | "RunRow" >> beam.Map(lambda kv: run_row(kv[0][0], kv[0][1], "stream", kv[1]))
         | "WriteRuns" >> WriteStreamTable("runs", out, w, flush)
     )
+    if end_marker is not None:
+        start = p | "Start" >> beam.Create([end_marker])
+        (*written, start) | "AllWritten" >> beam.Flatten() | "MarkEnd" >> MarkEndOfInput(end_marker)
 
 
 def _parser() -> FlagParser:
@@ -175,6 +194,45 @@ def _parser() -> FlagParser:
     return p
 
 
+def _wait(result: Any, end_marker: str | None) -> str:
+    """Wait for the job; with `end_marker` (a bounded read on a runner whose sources stay up to keep
+    checkpointing), end it once the marker says everything was read and written ("ENDED")."""
+    if end_marker is None:
+        return str(result.wait_until_finish()).rsplit(".", 1)[-1]
+    while True:
+        state = str(result.state).rsplit(".", 1)[-1]
+        if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
+            return str(result.wait_until_finish()).rsplit(".", 1)[-1]
+        if os.path.exists(end_marker):
+            _quiet_worker_threads()  # the in-process worker's threads lose their runner when it ends
+            result.cancel()
+            try:
+                result.wait_until_finish()
+            except Exception:  # a cancelled job's end, as the runner reports it
+                pass
+            os.remove(end_marker)
+            return "ENDED"
+        time.sleep(0.5)
+
+
+def _quiet_worker_threads() -> None:
+    """From now on, a thread that dies of a closed gRPC stream (the local worker's, once its job is
+    ended) dies quietly; any other thread error is printed as before."""
+    import threading
+
+    import grpc
+
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        exc = args.exc_value
+        if isinstance(exc, grpc.RpcError) or (isinstance(exc, ValueError) and "gRPC" in str(exc)):
+            return
+        previous(args)
+
+    threading.excepthook = hook
+
+
 def _check(args: argparse.Namespace) -> None:
     for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds"):
         if getattr(args, name) < 0:
@@ -196,9 +254,11 @@ def run(argv: list[str] | None = None) -> int:
     try:
         check_beam_args(beam_args, parser.long_flags)
         declarations = load_declarations(args.declarations)
-        parse_source(args.source)
+        kind, parts = parse_source(args.source)
         _check(args)
-    except (UsageError, DeclarationsError, OptionsError) as exc:
+        if kind == "kafka":
+            check_topic(parts["brokers"], parts["topic"])
+    except (UsageError, DeclarationsError, OptionsError, ValueError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
@@ -210,18 +270,22 @@ def run(argv: list[str] | None = None) -> int:
 
                 runner = FnApiRunner()
             pipeline = beam.Pipeline(runner=runner, options=options)
-            build_stream(pipeline, args.source, args.output, declarations, args)
+            bounded = bool(args.max_records or args.max_read_seconds)
+            end_marker = session.end_marker() if bounded else None
+            build_stream(pipeline, args.source, args.output, declarations, args, end_marker)
             if session.resumed_from:
                 print(f"footprint-audit stream: resuming from {session.resumed_from}", file=sys.stderr)
             result = pipeline.run()
             try:
-                result.wait_until_finish()
+                state = _wait(result, end_marker)
             except KeyboardInterrupt:
                 try:
                     result.cancel()
                 except Exception:  # the job server may be going down with us
                     pass
                 raise
+            if state not in ("DONE", "RUNNING", "ENDED"):
+                raise JobFailed(f"the job ended in state {state}")
     except UsageError as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
@@ -231,6 +295,9 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("footprint-audit stream: interrupted; files written so far stay, the state is kept for a resume", file=sys.stderr)
         return 130
+    except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
+        print(f"footprint-audit stream: the job failed: {_first_line(exc)}", file=sys.stderr)
+        return 1
     print(f"footprint-audit stream: done; tables under {args.output}")
     return 0
 

@@ -51,7 +51,8 @@ def test_reassess_on_flink_without_cache_or_mvn_runs_beams_flink_runner_unchange
     assert seen and not seen.get("flink_job_server_jar")
     assert "mvn" not in err and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
-        "footprint-audit reassess: the job failed on FlinkRunner: Beam could not fetch its job server jar")
+        "footprint-audit reassess: the job failed on FlinkRunner and nothing was published: "
+        "Beam could not fetch its job server jar")
 
 
 def test_a_cached_job_server_is_filled_in_unless_one_is_given_or_beams_is_asked_for(empty_cache, monkeypatch):

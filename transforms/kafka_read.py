@@ -36,7 +36,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 
 from .stream_events import stamp_message
 
-__all__ = ["ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms"]
+__all__ = ["ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic"]
 
 #: A record's offset and value are read for at most this long per bundle before the
 #: rest of the topic is handed back to the runner (which checkpoints it).
@@ -191,7 +191,7 @@ class _KafkaRestrictions(RestrictionProvider):
             if topic is None or topic.error is not None or not topic.partitions:
                 raise RuntimeError(f"Kafka topic {spec.topic!r} has no partitions (does it exist?)")
             parts = sorted(topic.partitions)
-            committed = consumer.committed([TopicPartition(spec.topic, p) for p in parts], timeout=60)
+            committed = _retrying(lambda: consumer.committed([TopicPartition(spec.topic, p) for p in parts], timeout=30))
             start = []
             for tp in committed:
                 offset = tp.offset
@@ -210,6 +210,27 @@ class _KafkaRestrictions(RestrictionProvider):
 
     def split(self, spec: KafkaSpec, restriction: KafkaPositions) -> Iterable[KafkaPositions]:
         yield restriction  # one reader for the topic: it alone sees every partition's event time
+
+
+def _retrying(call: Any, seconds: float = 120.0) -> Any:
+    """`call()`, again while the broker answers with a retriable error (a group coordinator that is
+    not ready yet on a fresh broker), for up to `seconds`."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    again = {
+        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
+    }  # fmt: skip
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            retriable = isinstance(error, KafkaError) and (error.retriable() or error.code() in again)
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _consumer(spec: KafkaSpec) -> Any:
@@ -394,3 +415,20 @@ class ReadKafkaEvents(beam.PTransform):
 
     def expand(self, p: beam.pvalue.PBegin) -> beam.PCollection:
         return p | "Topic" >> beam.Create([self.spec]) | "ReadTopic" >> beam.ParDo(_ReadKafkaFn())
+
+
+def check_topic(brokers: str, topic: str, timeout_seconds: float = 20.0) -> None:
+    """Raise `ValueError` (one sentence) when the brokers cannot be reached or the topic is not there:
+    the launcher says so before a job starts, instead of a job that retries forever."""
+    from confluent_kafka import Consumer, KafkaException
+
+    consumer = Consumer({"bootstrap.servers": brokers, "group.id": "footprint-audit-check", "log_level": 0})
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_seconds)
+    except KafkaException as exc:
+        raise ValueError(f"the Kafka brokers {brokers} did not answer within {timeout_seconds:.0f} s ({exc.args[0]})") from None
+    finally:
+        consumer.close()
+    found = meta.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise ValueError(f"the Kafka topic {topic!r} does not exist on {brokers} (create it, or check the name)")

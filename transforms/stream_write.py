@@ -23,12 +23,15 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 import apache_beam as beam
+from apache_beam.coders import BooleanCoder
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
 
 from .write import write_table_file
 
-__all__ = ["WriteStreamTable", "every_few_seconds", "window_folder", "pane_file"]
+__all__ = ["WriteStreamTable", "MarkEndOfInput", "every_few_seconds", "window_folder", "pane_file"]
 
 
 def _iso(seconds: float) -> str:
@@ -115,4 +118,52 @@ class WriteStreamTable(beam.PTransform):
             | "EveryFewSeconds" >> every_few_seconds(self.flush_seconds)
             | "GroupFiring" >> beam.GroupByKey()
             | "WriteFiring" >> beam.ParDo(_WriteFiringFn(self.table, self.directory, self.window_seconds))
+        )
+
+
+class _MarkEndFn(beam.DoFn):
+    """Sets one event-time timer at the end of the global window; when the watermark of everything
+    written reaches it (a bounded input is wholly read and every table flushed), writes the marker."""
+
+    END = TimerSpec("end", TimeDomain.WATERMARK)
+    SET = ReadModifyWriteStateSpec("set", BooleanCoder())
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def process(
+        self,
+        element: Any,
+        armed: Any = beam.DoFn.StateParam(SET),
+        end: Any = beam.DoFn.TimerParam(END),
+    ) -> Iterable[Any]:
+        if not armed.read():
+            armed.write(True)
+            end.set(window.GlobalWindow().max_timestamp())
+        return []
+
+    @on_timer(END)
+    def on_end(self) -> Iterable[str]:
+        with FileSystems.create(self.marker) as f:
+            f.write(b"every table of this bounded read is written\n")
+        yield self.marker
+
+
+class MarkEndOfInput(beam.PTransform):
+    """What the writers wrote (and one element from the start) → `marker` written once all of it is done.
+
+    Used for a bounded read on an unbounded-capable runner (Flink): the launcher sees the marker
+    and ends the job, whose sources would otherwise stay up to keep its checkpoints going.
+    """
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+
+    def expand(self, written: beam.PCollection) -> beam.PCollection:
+        return (
+            written
+            | "OneKey" >> beam.Map(lambda path: (0, path))
+            | "Global" >> beam.WindowInto(window.GlobalWindows())
+            | "WhenAllIsWritten" >> beam.ParDo(_MarkEndFn(self.marker))
         )

@@ -1,0 +1,70 @@
+"""Log lines stay off stderr unless `FOOTPRINT_AUDIT_LOG` asks for them (`pipelines.quiet`, one mechanism)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+from pipelines import quiet
+
+# Lines logged after `pipelines` is imported, as Beam and another library would log them.
+LOGS = """
+import logging
+import pipelines
+logging.getLogger("apache_beam.utils.subprocess_server").warning("Really starting service at x")
+logging.getLogger("somewhere").warning("a warning")
+logging.getLogger("somewhere").info("an info")
+logging.getLogger("apache_beam.runners.common").error("a worker's error")
+logging.warning("a root warning")
+"""
+
+
+def _logged(level: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != quiet.LOG_ENV}
+    if level is not None:
+        env[quiet.LOG_ENV] = level
+    res = subprocess.run([sys.executable, "-c", LOGS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def test_by_default_no_log_line_reaches_stderr_not_even_an_error():
+    assert _logged(None) == ""
+
+
+def test_a_level_shows_the_lines_from_it_without_the_known_noise():
+    assert _logged("warning").splitlines() == [
+        "WARNING:somewhere:a warning",
+        "ERROR:apache_beam.runners.common:a worker's error",
+        "WARNING:root:a root warning",
+    ]
+    assert _logged("ERROR").splitlines() == ["ERROR:apache_beam.runners.common:a worker's error"]
+
+
+def test_debug_or_any_other_word_shows_every_line():
+    for value in ("DEBUG", "all"):
+        lines = _logged(value).splitlines()
+        assert "WARNING:apache_beam.utils.subprocess_server:Really starting service at x" in lines
+        assert "INFO:somewhere:an info" in lines and len(lines) == 5
+
+
+@pytest.mark.parametrize("value, level", [("", None), ("info", 20), ("Warn", 30), ("15", 15), ("verbose", 10)])
+def test_the_level_is_read_without_a_traceback_for_a_typo(monkeypatch, value, level):
+    monkeypatch.setenv(quiet.LOG_ENV, value)
+    assert quiet.shown_level() == level
+
+
+def test_a_job_shows_beams_own_lines_when_asked_and_none_otherwise(tmp_path):
+    args = [sys.executable, "-m", "pipelines.cli", "reassess", "--input", "examples/recordings/**",
+            "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != quiet.LOG_ENV}
+    quiet_run = subprocess.run([*args, "--output", str(tmp_path / "a")], cwd=ROOT, env=env, capture_output=True,
+                               text=True, timeout=600)
+    assert quiet_run.returncode == 0 and quiet_run.stderr == "", quiet_run.stderr[-3000:]
+    shown = subprocess.run([*args, "--output", str(tmp_path / "b")], cwd=ROOT, env={**env, quiet.LOG_ENV: "INFO"},
+                           capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0 and "INFO:apache_beam." in shown.stderr, shown.stderr[-3000:]
