@@ -1,15 +1,15 @@
-"""Durable streaming on Flink: checkpoints in a state folder, resume from the latest, a job server that dies with us.
+"""Streaming on Flink: checkpoints in a state folder, and a job server that dies with the launcher.
 
 Role: the launcher side of `stream --runner FlinkRunner`. Unless the user set
-them, it turns on what a stream needs to be durable and to run at all:
-checkpoints every `--checkpoint-seconds` (Beam's Flink source passes nothing on
-without them), a file-system state backend in `--state-dir` (default
-`OUT/_state/`, so one large event does not overflow the JobManager's 5 MiB of
-checkpoint storage), checkpoints kept when the job stops, and a checkpoint
-failure tolerated rather than a restart. When the state folder holds a
-completed checkpoint, the job restarts from the newest (`--no-resume` starts
-afresh). The job server runs as this process's child (`flink_local`), so no
-JVM outlives a killed launcher.
+them, it turns on what a stream needs: checkpoints every `--checkpoint-seconds`
+(a checkpoint's completion is what finalizes the Kafka read's bundles, and so
+commits the consumer group's offsets), a file-system state backend in
+`--state-dir` (default `OUT/_state/`, so one large event in state does not
+overflow the JobManager's 5 MiB of checkpoint storage), and a checkpoint failure
+tolerated rather than a restart. A restarted job does not restore a checkpoint:
+it reads again from the group's offsets, rewound (`transforms.kafka_read`). The
+job server runs as this process's child (`flink_local`), so no JVM outlives a
+killed launcher.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import jars
 from .flink_local import JobServer, JobServerError
 
-__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "latest_checkpoint", "FlinkDurabilityOptions"]
+__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions"]
 
 
 class FlinkStartError(RuntimeError):
@@ -48,6 +48,7 @@ class FlinkDurabilityOptions(PipelineOptions):
         parser.add_argument("--state_backend", default=None)
         parser.add_argument("--state_backend_storage_path", default=None)
         parser.add_argument("--savepoint_path", default=None)
+        parser.add_argument("--allow_non_restored_state", type=_bool, default=None)
         parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
         parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
         parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
@@ -62,17 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", metavar="DIR", default=None,
                    help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
     p.add_argument("--checkpoint-seconds", type=float, default=10.0,
-                   help="Flink: how often the job's state and Kafka positions are checkpointed (default 10)")
-    p.add_argument("--no-resume", action="store_true",
-                   help="Flink: start afresh even when the state folder holds a checkpoint")
-
-
-def latest_checkpoint(checkpoints: Path) -> Path | None:
-    """The newest completed checkpoint (`<job>/chk-N` with its `_metadata`) under a folder."""
-    done = [m.parent for m in checkpoints.glob("*/chk-*/_metadata") if m.is_file()]
-    if not done:
-        return None
-    return max(done, key=lambda d: (d.stat().st_mtime, int(d.name.split("-", 1)[1])))
+                   help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
 
 
 def _say_fetching(msg: str) -> None:
@@ -100,7 +91,6 @@ class FlinkSession:
     def __init__(self, args: argparse.Namespace, beam_args: list[str]) -> None:
         self.args = args
         self.beam_args = list(beam_args)
-        self.resumed_from: Path | None = None
         self.server: JobServer | None = None
         self.state_dir: Path | None = None
 
@@ -125,17 +115,11 @@ class FlinkSession:
             "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
-            "retain_externalized_checkpoints_on_cancellation": "true",
             "fail_on_checkpointing_errors": "false",
         }
         for name, value in defaults.items():
             if not _given(self.beam_args, name):
                 self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
-        if not self.args.no_resume and not _given(self.beam_args, "savepoint_path"):
-            latest = latest_checkpoint(checkpoints)
-            if latest is not None:
-                self.resumed_from = latest
-                self.beam_args.append(f"--savepoint_path={latest.as_uri()}")
         if not _given(self.beam_args, "job_endpoint"):
             jar = _value(self.beam_args, "flink_job_server_jar")
             if jar is None:

@@ -12,8 +12,8 @@ Run locally (replay recordings through the streaming path)::
     footprint-audit stream --source 'file://examples/recordings/**' --output out-stream/ \\
         --declarations examples/declarations.json
 
-Run on an embedded Flink, reading Kafka (checkpointed under `OUT/_state/`, and
-resumed from its latest checkpoint when started again)::
+Run on an embedded Flink, reading Kafka (started again, it reads on from the consumer
+group's offsets, rewound by the grace and the allowed lateness)::
 
     footprint-audit stream --source kafka://127.0.0.1:9092/agent-events --output out-stream/ \\
         --runner FlinkRunner --flink_master='[local]' --environment_type=LOOPBACK --streaming
@@ -36,6 +36,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.transforms import window
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import sources
@@ -110,12 +111,13 @@ def _pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
     )
 
 
-def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> beam.PCollection:
-    """The source → `(source, Event)` and dead-letter rows, each at its event time."""
+def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tuple[beam.PCollection, beam.PCollection]:
+    """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
+    source's first element (what an end marker waits on besides what was written)."""
     kind, parts = parse_source(source_uri)
     if kind == "file":
-        files = _expand_files(parts["pattern"])
-        return p | "SourceFiles" >> beam.Create(files) | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes))
+        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"]))
+        return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
     if kind == "kafka":
         spec = KafkaSpec(
             brokers=parts["brokers"],
@@ -124,11 +126,14 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> beam
             max_event_bytes=args.max_event_bytes,
             out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
             idle_ms=int(args.idle_seconds * 1000),
+            rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000),
             max_records=args.max_records,
             max_read_seconds=args.max_read_seconds,
         )
-        return p | "ReadKafka" >> ReadKafkaEvents(spec)
-    return _pubsub_messages(p, parts["subscription"]) | "ParseMessages" >> beam.ParDo(ParseMessageFn(args.max_event_bytes))
+        read = p | "ReadKafka" >> ReadKafkaEvents(spec)
+        return read["events"], read["topic"]
+    messages = _pubsub_messages(p, parts["subscription"])
+    return messages | "ParseMessages" >> beam.ParDo(ParseMessageFn(args.max_event_bytes)), messages
 
 
 def build_stream(
@@ -143,7 +148,7 @@ def build_stream(
 
     With `end_marker`, that file is written once a bounded read is wholly read and written.
     """
-    events = _events(p, source_uri, args)
+    events, start = _events(p, source_uri, args)
     classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
@@ -165,8 +170,14 @@ def build_stream(
         | "WriteRuns" >> WriteStreamTable("runs", out, w, flush)
     )
     if end_marker is not None:
-        start = p | "Start" >> beam.Create([end_marker])
-        (*written, start) | "AllWritten" >> beam.Flatten() | "MarkEnd" >> MarkEndOfInput(end_marker)
+        # the source's own first element arms the marker (also when nothing is ever written), and
+        # it shares the read's watermark (a restored job's other sources might not move theirs)
+        parts = [*written, start | "AsPath" >> beam.Map(str)]
+        (
+            [part | f"Global{n}" >> beam.WindowInto(window.GlobalWindows()) for n, part in enumerate(parts)]
+            | "AllWritten" >> beam.Flatten()
+            | "MarkEnd" >> MarkEndOfInput(end_marker)
+        )
 
 
 def _parser() -> FlagParser:
@@ -273,8 +284,6 @@ def run(argv: list[str] | None = None) -> int:
             bounded = bool(args.max_records or args.max_read_seconds)
             end_marker = session.end_marker() if bounded else None
             build_stream(pipeline, args.source, args.output, declarations, args, end_marker)
-            if session.resumed_from:
-                print(f"footprint-audit stream: resuming from {session.resumed_from}", file=sys.stderr)
             result = pipeline.run()
             try:
                 state = _wait(result, end_marker)
@@ -293,7 +302,8 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("footprint-audit stream: interrupted; files written so far stay, the state is kept for a resume", file=sys.stderr)
+        print("footprint-audit stream: interrupted; files written so far stay, and a restart reads on from "
+              "the consumer group's offsets", file=sys.stderr)
         return 130
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {_first_line(exc)}", file=sys.stderr)

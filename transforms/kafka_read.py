@@ -10,12 +10,12 @@ Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed wh
          partitions that are still busy. A partition that has been caught up
          for `idle_seconds` does not hold it back; when every partition is
          idle, event time moves on with the wall clock from the last event.
-Durable: the restriction (every partition's next offset and latest event
-         time) is the source's whole state, so a runner that checkpoints it
-         (Flink) restarts exactly where the checkpoint was. Kafka's auto-commit
-         is off: the consumer group's offsets are committed when the runner
-         finalizes a bundle, after its output is durable, and only say where a
-         fresh job (no checkpoint to restore) starts.
+Durable: Kafka's auto-commit is off. The consumer group's offsets are
+         committed when the runner finalizes a bundle (on Flink: once a
+         checkpoint holding it completed), each with the latest event time read
+         before it. A restarted job reads from there, less `rewind_ms` of event
+         time, so the calls that were in flight are read again whole; what was
+         read twice is deduplicated by the readings' key and revision.
 Emits:   `(source, Event)` and dead-letter rows at their event times; a
          record that is not an event is a dead letter at the record's time.
 """
@@ -54,6 +54,7 @@ class KafkaSpec:
     max_event_bytes: int
     out_of_orderness_ms: int = 5_000
     idle_ms: int = 10_000
+    rewind_ms: int = 0  # a restart reads again this much event time before the group's offsets
     max_records: int = 0  # stop after this many records (0: never; a bounded read)
     max_read_seconds: float = 0  # stop this long after the first bundle (0: never)
 
@@ -182,7 +183,13 @@ class _KafkaTracker(RestrictionTracker):
 
 class _KafkaRestrictions(RestrictionProvider):
     def initial_restriction(self, spec: KafkaSpec) -> KafkaPositions:
-        """Every partition of the topic, from the group's committed offset, else the earliest."""
+        """Every partition of the topic, from the group's committed offset, else the earliest.
+
+        A restarted job starts here: the group's offsets are committed only once the runner has
+        finalized the bundles that read up to them, with the latest event time read before them;
+        the read starts `rewind_ms` of event time before that, so calls that were in flight (in
+        their grace period, or waiting for declarations) are read again whole.
+        """
         from confluent_kafka import TopicPartition
 
         consumer = _consumer(spec)
@@ -192,13 +199,18 @@ class _KafkaRestrictions(RestrictionProvider):
                 raise RuntimeError(f"Kafka topic {spec.topic!r} has no partitions (does it exist?)")
             parts = sorted(topic.partitions)
             committed = _retrying(lambda: consumer.committed([TopicPartition(spec.topic, p) for p in parts], timeout=30))
-            start = []
+            start, done = [], 0
             for tp in committed:
-                offset = tp.offset
-                if offset < 0:  # nothing committed: the earliest offset still kept
-                    offset = consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]
+                earliest = consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]
+                offset = tp.offset if tp.offset >= earliest else earliest  # nothing committed: the earliest kept
+                seen_ms = _seen_ms(tp.metadata)
+                if tp.offset >= earliest and seen_ms is not None and spec.rewind_ms:
+                    offset = min(offset, _offset_at(consumer, spec.topic, tp.partition, seen_ms - spec.rewind_ms, offset))
                 start.append(PartitionPosition(tp.partition, offset))
-            return KafkaPositions(tuple(start))
+                done += offset - earliest
+            # `read` counts the records before where this read starts, so that --max-records
+            # bounds the group's whole read across restarts
+            return KafkaPositions(tuple(start), read=done)
         finally:
             consumer.close()
 
@@ -210,6 +222,26 @@ class _KafkaRestrictions(RestrictionProvider):
 
     def split(self, spec: KafkaSpec, restriction: KafkaPositions) -> Iterable[KafkaPositions]:
         yield restriction  # one reader for the topic: it alone sees every partition's event time
+
+
+def _seen_ms(metadata: Any) -> int | None:
+    """The latest event time a commit recorded in its metadata (`seen=<ms>`), if any."""
+    if isinstance(metadata, str) and metadata.startswith("seen="):
+        try:
+            return int(metadata[5:])
+        except ValueError:
+            return None
+    return None
+
+
+def _offset_at(consumer: Any, topic: str, partition: int, ms: int, fallback: int) -> int:
+    """The first offset whose record time is at or after `ms` (record times are the events' own
+    when producers set them, as they should), else `fallback`."""
+    from confluent_kafka import TopicPartition
+
+    found = _retrying(lambda: consumer.offsets_for_times([TopicPartition(topic, partition, max(ms, 0))], timeout=30))
+    offset = found[0].offset if found else -1
+    return offset if offset >= 0 else fallback
 
 
 def _retrying(call: Any, seconds: float = 120.0) -> Any:
@@ -315,7 +347,7 @@ class _ReadKafkaFn(beam.DoFn):
         shared = _shared_consumer(spec)
         with shared.lock:
             yield from self._read_locked(shared, spec, positions, limit, tracker, estimator)
-        offsets = {p: pos.next_offset for p, pos in positions.items()}
+        offsets = {p: (pos.next_offset, pos.max_event_ms) for p, pos in positions.items()}
         finalizer.register(lambda: _commit(spec, offsets))
 
     def _read_locked(
@@ -384,16 +416,19 @@ class _ReadKafkaFn(beam.DoFn):
         tracker.defer_remainder(Duration(seconds=0 if got else 0.2))
 
 
-def _commit(spec: KafkaSpec, offsets: dict[int, int]) -> None:
-    """A finalized bundle's positions become the consumer group's offsets (where a fresh job starts)."""
+def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]]) -> None:
+    """A finalized bundle's positions become the consumer group's offsets, each with the latest event
+    time read before it (`seen=<ms>`): where, and from what event time, a restarted job reads."""
     from confluent_kafka import TopicPartition
 
+    parts = [
+        TopicPartition(spec.topic, p, off, metadata=f"seen={seen}") if seen >= 0 else TopicPartition(spec.topic, p, off)
+        for p, (off, seen) in sorted(offsets.items())
+    ]
     shared = _shared_consumer(spec)
     try:
         with shared.lock:
-            shared.consumer.commit(
-                offsets=[TopicPartition(spec.topic, p, off) for p, off in sorted(offsets.items())], asynchronous=False
-            )
+            shared.consumer.commit(offsets=parts, asynchronous=False)
     except Exception:  # the group's offsets only serve a fresh start; the checkpoint is the truth
         pass
 
@@ -407,14 +442,16 @@ def _idle_after(positions: Iterable[PartitionPosition], idle_ms: int, now_ms: in
 
 
 class ReadKafkaEvents(beam.PTransform):
-    """A Kafka topic → `(source, Event)` and dead-letter rows, at their event times."""
+    """A Kafka topic → `(source, Event)` and dead-letter rows, at their event times (`events`), and
+    the one element the read starts from (`topic`: what else must follow the read's own watermark)."""
 
     def __init__(self, spec: KafkaSpec) -> None:
         super().__init__()
         self.spec = spec
 
-    def expand(self, p: beam.pvalue.PBegin) -> beam.PCollection:
-        return p | "Topic" >> beam.Create([self.spec]) | "ReadTopic" >> beam.ParDo(_ReadKafkaFn())
+    def expand(self, p: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        topic = p | "Topic" >> beam.Create([self.spec])
+        return {"events": topic | "ReadTopic" >> beam.ParDo(_ReadKafkaFn()), "topic": topic}
 
 
 def check_topic(brokers: str, topic: str, timeout_seconds: float = 20.0) -> None:

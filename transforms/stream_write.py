@@ -23,11 +23,10 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 import apache_beam as beam
-from apache_beam.coders import BooleanCoder
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms import trigger, window
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.transforms.userstate import TimerSpec, on_timer
 
 from .write import write_table_file
 
@@ -126,20 +125,12 @@ class _MarkEndFn(beam.DoFn):
     written reaches it (a bounded input is wholly read and every table flushed), writes the marker."""
 
     END = TimerSpec("end", TimeDomain.WATERMARK)
-    SET = ReadModifyWriteStateSpec("set", BooleanCoder())
 
     def __init__(self, marker: str) -> None:
         self.marker = marker
 
-    def process(
-        self,
-        element: Any,
-        armed: Any = beam.DoFn.StateParam(SET),
-        end: Any = beam.DoFn.TimerParam(END),
-    ) -> Iterable[Any]:
-        if not armed.read():
-            armed.write(True)
-            end.set(window.GlobalWindow().max_timestamp())
+    def process(self, element: Any, end: Any = beam.DoFn.TimerParam(END)) -> Iterable[Any]:
+        end.set(window.GlobalWindow().max_timestamp())  # the same time each time: one timer
         return []
 
     @on_timer(END)
