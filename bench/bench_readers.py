@@ -14,9 +14,8 @@ repeating the three conformance files), end to end in a subprocess. It prints a
 table; `--profile` adds a cProfile of the "all three" loop (top functions by
 own time). The process is pinned to one CPU when the OS allows it.
 
-    cd /work/main
-    /work/venv/bin/python bench/bench_readers.py                 # N=50,000, 5 runs
-    /work/venv/bin/python bench/bench_readers.py --n 10000 --runs 3 --cases 0 --profile
+    .venv/bin/python bench/bench_readers.py                 # N=50,000, 5 runs
+    .venv/bin/python bench/bench_readers.py --n 10000 --runs 3 --cases 0 --profile
 """
 
 from __future__ import annotations

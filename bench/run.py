@@ -28,10 +28,9 @@ letters that belong to no run), the same for the baseline and Beam; MB are
 the input files' bytes on disk. The baseline's and the Beam job's tables are
 compared row for row after each pair of runs ("rows equal").
 
-    cd /work/main
-    /work/venv/bin/python -m bench.run                       # 100 MB inputs, 3 runs each
-    /work/venv/bin/python -m bench.run --size 20MB --runs 5 --only recordings stream
-    /work/venv/bin/python -m bench.run --only big --big 2GB  # the memory run (minutes)
+    .venv/bin/python -m bench.run                       # 100 MB inputs, 3 runs each
+    .venv/bin/python -m bench.run --size 20MB --runs 5 --only recordings stream
+    .venv/bin/python -m bench.run --only big --big 2GB  # the memory run (minutes)
 """
 
 from __future__ import annotations
