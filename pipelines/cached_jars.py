@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cached_job_server", "cached_job_server_jar", "one_line", "USE_ENV"]
+__all__ = ["cached_job_server", "cached_job_server_jar", "USE_ENV"]
 
 #: `cached` (make the cache when missing), `beam` (never use it); unset: use it when there.
 USE_ENV = "FOOTPRINT_AUDIT_FLINK_JARS"
@@ -54,10 +54,3 @@ def cached_job_server(beam_args: list[str]) -> list[str]:
     if jar is None and use == "cached":
         jar = jars.ensure_jars()["flink_job_server_jar"]
     return beam_args if jar is None else [*beam_args, f"--flink_job_server_jar={jar}"]
-
-
-def one_line(exc: BaseException, limit: int = 400) -> str:
-    """An exception as one line: its first non-empty line, cut to `limit` characters."""
-    text = str(exc).strip() or type(exc).__name__
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
-    return line if len(line) <= limit else line[: limit - 1] + "…"

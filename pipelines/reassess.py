@@ -56,7 +56,7 @@ from transforms.write import WriteTables
 
 from . import output, version
 from .cached_jars import cached_job_server
-from .errors import OutputError, UsageError
+from .errors import OutputError, UsageError, failure_sentence
 from .inputs import display_name, expand_inputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .jars import runner_of
@@ -268,25 +268,6 @@ def _say(sentence: str) -> None:
     print(f"footprint-audit reassess: {sentence}", file=sys.stderr)
 
 
-def _failure(exc: BaseException) -> str:
-    """One sentence for a job that failed while it ran: the first line of the innermost error."""
-    seen: set[int] = set()
-    inner: BaseException = exc
-    while id(inner) not in seen:
-        seen.add(id(inner))
-        nxt = inner.__cause__ or inner.__context__
-        if nxt is None:
-            break
-        inner = nxt
-    if isinstance(inner, OSError) and inner.strerror:
-        where = f" ({display_name(str(inner.filename))})" if inner.filename else ""
-        return f"{inner.strerror}{where}"
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    # Beam wraps a worker's error in text ending with the original `Type: message` line.
-    typed_lines = [line for line in lines if ": " in line and line.split(":", 1)[0].replace(".", "").isidentifier()]
-    return (typed_lines[-1] if typed_lines else lines[0] if lines else type(exc).__name__)[:500]
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
     dead-letter rate, 130 interrupted)."""
@@ -353,7 +334,7 @@ def _run_job(
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
         target.discard()
         where = f" on {named_runner}" if named_runner else ""
-        _say(f"the job failed{where} and nothing was published: {_failure(exc)}")
+        _say(f"the job failed{where} and nothing was published: {failure_sentence(exc)}")
         return 1
     finally:
         if pool is not None:
@@ -368,7 +349,7 @@ def _finish(args: argparse.Namespace, out: str) -> int:
     try:
         figures = output.summary_figures(out)
     except Exception as exc:  # the tables were published; only reading them back failed
-        _say(f"the tables were written, but could not be read back for the summary: {_failure(exc)}")
+        _say(f"the tables were written, but could not be read back for the summary: {failure_sentence(exc)}")
         return 1
     if not args.quiet:
         print(output.summarize(out, figures))

@@ -49,6 +49,7 @@ from transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_
 from transforms.worker_gc import tune_gc
 
 from . import flink_state
+from .errors import failure_sentence
 from .options_check import FlagParser, OptionsError, check_beam_args
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
@@ -60,13 +61,6 @@ class UsageError(Exception):
 
 class JobFailed(RuntimeError):
     """The job ran and did not finish well."""
-
-
-def _first_line(exc: BaseException) -> str:
-    """The last `Type: message` line of a runner's error text (its own cause), or its first line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    typed = [line for line in lines if ": " in line and line.split(":", 1)[0].replace(".", "").isidentifier()]
-    return (typed[-1] if typed else lines[0] if lines else type(exc).__name__)[:500]
 
 
 def parse_source(uri: str) -> tuple[str, dict]:
@@ -306,7 +300,7 @@ def run(argv: list[str] | None = None) -> int:
               "the consumer group's offsets", file=sys.stderr)
         return 130
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
-        print(f"footprint-audit stream: the job failed: {_first_line(exc)}", file=sys.stderr)
+        print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
     print(f"footprint-audit stream: done; tables under {args.output}")
     return 0
