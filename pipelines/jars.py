@@ -70,7 +70,8 @@ BEAM_JOB_SERVICE_VERSION = "2.65.0"
 FLINK_VERSION = "1.19"          # beam-runners-flink-1.19 pulls Flink 1.19.0
 KAFKA_CLIENTS_VERSION = "3.9.1"  # what KafkaIO (Java) uses inside Flink
 KAFKA_BROKER_VERSION = "4.4.0"   # the KRaft broker used by the tests
-SLF4J_VERSION = "1.7.36"
+SLF4J_VERSION = "1.7.36"      # the Kafka broker's reload4j binding (slf4j 1.7 API)
+SLF4J2_VERSION = "2.0.16"    # Beam 2.70 and Flink pull slf4j-api 2.0.16: a 1.7 binding is ignored, so no log
 JAMM_VERSION = "0.4.0"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
@@ -140,7 +141,7 @@ def beam_spec():
             # Beam shades into its jars but does not declare in the pom:
             # NoClassDefFoundError: org/github/jamm/MemoryMeter otherwise.
             _dep("com.github.jbellis", "jamm", JAMM_VERSION),
-            _dep("org.slf4j", "slf4j-simple", SLF4J_VERSION),
+            _dep("org.slf4j", "slf4j-simple", SLF4J2_VERSION),
         ],
     }
 
