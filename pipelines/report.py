@@ -269,7 +269,7 @@ def emptiness_section(s: Summary) -> str:
         for t in s.tools
     ]
     title = "Emptiness per tool (shares of the calls read; bad = undeclared-empty or unknown)"
-    return title + "\n" + text_table(headers, rows) + f"\n  {RANK_RULE}."
+    return title + "\n" + text_table(headers, rows) + f"\n\n  {RANK_RULE[0].upper() + RANK_RULE[1:]}."
 
 
 def outcome_section(s: Summary) -> str:
