@@ -675,7 +675,8 @@ def cut(value: Any, limit: int = DETAIL_CHARS) -> str:
 DETAIL_FIELDS = (
     ("session", "session_id"), ("iteration", "iteration"), ("duration ms", "duration_ms"), ("status", "status"),
     ("withheld by", "withheld_by"), ("value from", "value_from"), ("rows", "rows"), ("rows source", "rows_source"),
-    ("rows at", "rows_at"), ("counted at", "counted_at"), ("described facts", "described_facts"),
+    ("rows at", "rows_at"), ("counted at", "counted_at"), ("rows unread", "rows_unread"),
+    ("described facts", "described_facts"),
     ("described series", "described_series"), ("described edges", "described_edges"),
     ("emptiness without door", "emptiness_without_door"), ("value declares absent", "value_declares_absent"),
     ("value declares bounded", "value_declares_bounded"), ("value declares a gap", "value_declares_gap"),
@@ -719,7 +720,8 @@ def calls_section(s: Summary) -> str:
             f'<tr id="call-{i}" class="call" aria-expanded="false" data-tool="{esc(c["tool"])}"'
             f' data-emptiness="{esc(c["emptiness_label"])}" data-outcome="{esc(c["outcome"])}"'
             f' data-bucket="{esc(bucket_key(c["bucket"]))}" data-run="{esc(c["run_id"])}"'
-            f' data-file="{esc(c["source_file"])}" data-date="{date}">'
+            f' data-file="{esc(c["source_file"])}" data-date="{date}" data-call="{esc(c["tool_call_id"])}"'
+            f' data-occurrence="{c["occurrence"]}">'
             f'<td><button class="expand" type="button" aria-expanded="false" title="show what the reading holds">'
             f"▸</button></td>{tds}</tr>"
             f'<tr class="detail" hidden><td colspan="{len(headers)}">{call_detail(c)}</td></tr>'

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import report
-from pipelines.report_html import esc
+from pipelines import report_html
+from pipelines.report_html import bucket_key, esc
 from report_fixture import TRICKY_TOOL, write_output
 
 OUT_ENV = "FOOTPRINT_AUDIT_REPORT_OUT"
@@ -441,6 +443,232 @@ def test_html_names_the_tools_and_calls(out_dir: Path, html_file: Path) -> None:
     for row in current:
         if row["door_disagrees"]:
             assert f"<td>{esc(row['tool_call_id'])}</td>" in page
+
+
+class PageFacts(HTMLParser):
+    """What the written page holds: cards, chart segments (with their chart), tick labels, call rows and their
+    detail rows' text, the dead-letter rows' cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cards: list[dict[str, Any]] = []
+        self.segments: list[dict[str, Any]] = []
+        self.ticks: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.details: list[str] = []
+        self.dead_rows: list[list[str]] = []
+        self.fit: list[str] = []
+        self._svg: dict[str, str | None] = {}
+        self._stack: list[str] = []
+        self._text: list[str] | None = None
+        self._where = ""
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        if tag == "svg":
+            self._svg = a
+        elif tag == "rect" and "seg" in cls:
+            self.segments.append(dict(a, chart=self._svg.get("id") or "panel", panel_tool=self._svg.get("data-tool")))
+        elif tag == "text" and "small" in cls:
+            self._text, self._where = [], "tick"
+        elif tag == "div" and "card" in cls:
+            self.cards.append({"title": a.get("title"), "parts": []})
+            self._where = "card"
+        elif tag in ("b", "span", "small") and self._where == "card":
+            self._text = []
+        elif tag == "ul" and "fit" in cls:
+            self._where = "fit"
+        elif tag == "li" and self._where == "fit":
+            self._text = []
+        elif tag == "tr" and "call" in cls:
+            self.calls.append(a)
+        elif tag == "tr" and "detail" in cls:
+            self._text, self._where = [], "detail"
+            self.details.append("")
+        elif tag == "div" and a.get("id") == "dead-letter-rows":
+            self._where = "dead"
+        elif tag == "tr" and self._where == "dead":
+            self.dead_rows.append([])
+        elif tag == "td" and self._where == "dead":
+            self._cell = []
+        self._stack.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        if self._text is not None:
+            self._text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._stack:
+            self._stack.pop()
+        if tag == "text" and self._where == "tick" and self._text is not None:
+            self.ticks.append("".join(self._text))
+            self._text, self._where = None, ""
+        elif tag in ("b", "span", "small") and self._where == "card" and self._text is not None:
+            self.cards[-1]["parts"].append("".join(self._text))
+            self._text = None
+            if tag == "small":
+                self._where = ""
+        elif tag == "li" and self._where == "fit" and self._text is not None:
+            self.fit.append("".join(self._text).strip())
+            self._text = None
+        elif tag == "ul" and self._where == "fit":
+            self._where = ""
+        elif tag == "tr" and self._where == "detail" and self._text is not None:
+            self.details[-1] = "".join(self._text)
+            self._text, self._where = None, ""
+        elif tag == "td" and self._where == "dead" and self._cell is not None:
+            self.dead_rows[-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "section" and self._where == "dead":
+            self._where = ""
+
+    @classmethod
+    def of(cls, path: Path) -> "PageFacts":
+        facts = cls()
+        facts.feed(path.read_text(encoding="utf-8"))
+        facts.close()
+        return facts
+
+
+@pytest.fixture(scope="module")
+def page_facts(html_file: Path) -> PageFacts:
+    return PageFacts.of(html_file)
+
+
+def test_every_headline_figure_is_defined_and_reconciles(out_dir: Path, page_facts: PageFacts) -> None:
+    f = expected_figures(out_dir)
+    cards = {c["parts"][1]: c for c in page_facts.cards}
+    for label, value in [("calls", f["calls"]), ("input files", f["input_files"]), ("events read", f["events_read"]),
+                         ("dead letters", f["dead_letters"])]:
+        assert cards[label]["parts"][0] == str(value), label
+    calls = current_readings(out_dir)
+    assert cards["calls read"]["parts"][0] == str(sum(r["emptiness"] is not None for r in calls))
+    bad = sum(r["emptiness"] in ("undeclared-empty", "unknown") for r in calls)
+    assert cards["undeclared-empty or unknown"]["parts"][0] == str(bad)
+    assert cards["door disagreements"]["parts"][0] == str(sum(bool(r["door_disagrees"]) for r in calls))
+    for card in page_facts.cards:  # a tooltip and a line below, the same definition
+        assert card["title"] and len(card["parts"]) == 3 and card["parts"][2] == card["title"]
+    assert f"{f['files_with_runs']} gave runs, {f['files_with_dead_letters_only']} only dead letters" in \
+        cards["input files"]["title"]
+    assert len(page_facts.fit) == 5 and all(line.startswith("✓") for line in page_facts.fit), page_facts.fit
+
+
+def _truncate(t: datetime, grain: str) -> datetime:
+    t = t.astimezone(timezone.utc)
+    if grain == "minute":
+        return t.replace(second=0, microsecond=0)
+    if grain == "hour":
+        return t.replace(minute=0, second=0, microsecond=0)
+    day = t.replace(hour=0, minute=0, second=0, microsecond=0)
+    if grain == "day":
+        return day
+    if grain == "week":
+        return day - timedelta(days=day.weekday())
+    return day.replace(day=1)
+
+
+def _grain(calls: list[dict[str, Any]]) -> str:
+    times = [r["ended_at"] for r in calls if r["ended_at"] is not None]
+    span = max(times) - min(times)
+    for grain, limit in [("minute", timedelta(hours=3)), ("hour", timedelta(days=5)), ("day", timedelta(days=120)),
+                         ("week", timedelta(days=1095))]:
+        if span <= limit:
+            return grain
+    return "month"
+
+
+def test_the_time_axis_is_true_time(out_dir: Path, page_facts: PageFacts) -> None:
+    calls = current_readings(out_dir)
+    grain = _grain(calls)
+    bars = {}
+    for seg in page_facts.segments:
+        if seg["chart"] == "timeline":
+            bars[datetime.strptime(seg["data-bucket"], "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc)] = \
+                (float(seg["x"]), float(seg["width"]))
+    expected = Counter(_truncate(r["ended_at"], grain) for r in calls if r["ended_at"] is not None)
+    assert set(bars) == set(expected)
+    first = min(bars)
+    if len(bars) > 1:  # x grows with time itself: a gap of two months is wider than one of an hour
+        last = max(bars)
+        scale = (bars[last][0] - bars[first][0]) / (last - first).total_seconds()
+        for t, (x, _w) in bars.items():
+            assert abs(bars[first][0] + scale * (t - first).total_seconds() - x) < 0.05, t
+    per_count = Counter()
+    for seg in page_facts.segments:
+        if seg["chart"] == "timeline":
+            per_count[seg["data-bucket"]] += int(seg["data-count"])
+    assert {datetime.strptime(k, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc): v for k, v in per_count.items()} \
+        == dict(expected)
+    assert page_facts.ticks and all(re.match(r"^(\d{4}-\d{2}(-\d{2})?( \d{2}:\d{2})?|\d{2}:\d{2}|100%|0)$", t)
+                                    for t in page_facts.ticks), page_facts.ticks
+    assert any(re.match(r"^\d{4}-", t) for t in page_facts.ticks)  # the year is named
+
+
+def test_each_tool_has_its_emptiness_rates_over_time(out_dir: Path, page_facts: PageFacts) -> None:
+    calls = current_readings(out_dir)
+    grain = _grain(calls)
+    read: Counter = Counter()
+    kinds: Counter = Counter()
+    for r in calls:
+        if r["ended_at"] is None:
+            continue
+        key = (r["tool_name"] if r["tool_name"] is not None else NO_NAME, bucket_key(_truncate(r["ended_at"], grain)))
+        if r["emptiness"] is not None:
+            read[key] += 1
+            kinds[key + (r["emptiness"],)] += 1
+    panel_segments = [s for s in page_facts.segments if s["chart"] == "panel" and "data-emptiness" in s]
+    assert panel_segments
+    for seg in panel_segments:
+        key = (seg["data-tool"], seg["data-bucket"])
+        count = int(seg["data-count"])
+        assert count == kinds[key + (seg["data-emptiness"],)]
+        assert abs(float(seg["height"]) - 56 * count / read[key]) < 0.02  # a rate: the share of the calls read
+    drawn = {s["data-tool"] for s in panel_segments}
+    assert len(drawn) <= report_html.MAX_TOOL_PANELS
+
+
+def test_dead_letters_are_listed_with_detail_and_raw(out_dir: Path, page_facts: PageFacts) -> None:
+    letters = sorted(read_table(out_dir, "dead_letters"),
+                     key=lambda d: (d["source_file"], d["event_index"] is not None, d["event_index"] or 0, d["reason"]))
+    listed = letters[: report.MAX_HTML_DEAD_LETTERS]
+    assert len(page_facts.dead_rows) == len(listed) + (1 if listed else 0)  # + the header row
+    for d, cells in zip(listed, page_facts.dead_rows[1:]):
+        assert cells[0] == d["source_file"] and cells[3] == d["reason"] and cells[4] == d["detail"]
+        assert cells[5].startswith(d["raw"][:400].replace("\r\n", "\n").replace("\r", "\n"))  # as read: newlines
+
+
+def test_each_call_row_carries_its_filters_and_what_its_reading_holds(out_dir: Path, page_facts: PageFacts) -> None:
+    readings = {(r["run_id"], r["tool_call_id"], r["occurrence"]): r for r in current_readings(out_dir)}
+    assert len(page_facts.calls) == len(page_facts.details) == min(len(readings), report.MAX_HTML_CALLS)
+    for row, detail in zip(page_facts.calls, page_facts.details):
+        r = readings[(row["data-run"], row["data-call"], int(row["data-occurrence"]))]
+        assert row["data-tool"] == (r["tool_name"] if r["tool_name"] is not None else NO_NAME)
+        assert row["data-file"] == r["source_file"] and row["data-outcome"] == r["outcome"]
+        assert row["data-emptiness"] == (r["emptiness"] or "not read")
+        assert row["data-date"] == (r["ended_at"].strftime("%Y-%m-%d") if r["ended_at"] else "")
+        assert f"door{report_html.door_text(r)}" in detail  # the door the reading used
+        for column in ("value_from", "served_kind", "rows_unread", "paging_next"):
+            if r[column] is not None:
+                assert str(r[column]) in detail, column
+        if r["served_rest"]:
+            assert report_html.cut(r["served_rest"]) in detail  # the value's trailing text, cut to a few KB
+        assert "does not hold the value the model read" in detail
+
+
+def test_the_page_caps_the_calls_it_embeds_and_says_so(fixture_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(report, "MAX_HTML_CALLS", 7)
+    path = tmp_path / "r.html"
+    assert run_report([str(fixture_dir), "--html", str(path)], capsys)[0] == 0
+    facts = PageFacts.of(path)
+    total = len(current_readings(fixture_dir))
+    assert len(facts.calls) == 7
+    assert f"The first 7 of {total} calls are listed" in path.read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------ a real browser
