@@ -12,6 +12,8 @@ without it, it fails when CI=true and is skipped otherwise.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import os
 import re
@@ -24,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -685,10 +688,10 @@ def chromium_or_skip() -> str:
     pytest.skip(message)
 
 
-def chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def chromium(binary: str, profile: Path, *args: str, size: str = "1280,2000") -> subprocess.CompletedProcess[str]:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--window-size=1280,2000"]
+             f"--user-data-dir={profile}", f"--window-size={size}"]
     return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=180, check=False)
 
 
@@ -701,6 +704,7 @@ class DomFacts(HTMLParser):
         self.svgs = 0
         self.segments: list[dict[str, str | None]] = []
         self.rows: list[dict[str, str | None]] = []
+        self.details: list[dict[str, str | None]] = []
         self._in_calls = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -715,6 +719,8 @@ class DomFacts(HTMLParser):
             self._in_calls = True
         elif tag == "tr" and self._in_calls and "data-tool" in a:
             self.rows.append(a)
+        elif tag == "tr" and self._in_calls and "detail" in (a.get("class") or "").split():
+            self.details.append(dict(a, call=self.rows[-1]["id"]))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "table":
@@ -762,3 +768,103 @@ def test_the_page_renders_in_a_real_browser(fixture_dir: Path, tmp_path: Path,
     assert all(r["data-tool"] == target["data-tool"] and r["data-emptiness"] == "undeclared-empty"
                for r in visible)
 
+
+
+@pytest.fixture(scope="module")
+def examples_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of the bundled examples (the output the README's first command writes)."""
+    out = _examples_output(tmp_path_factory.mktemp("browser-examples"))
+    path = out.parent / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert report.run([str(out), "--html", str(path)]) == 0
+    return path
+
+
+def _open(binary: str, profile: Path, page: Path, fragment: str) -> DomFacts:
+    dumped = chromium(binary, profile, "--dump-dom", f"{page.as_uri()}#{fragment}")
+    dom = DomFacts.of(dumped.stdout)
+    assert "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
+    assert dom.root.get("data-report-ready") == "1", "the script did not finish: " + dumped.stderr[-2000:]
+    return dom
+
+
+def _largest(segments: list[dict[str, Any]], chart: str) -> dict[str, Any]:
+    return max((s for s in segments if s["chart"] == chart), key=lambda s: int(s["data-count"]))
+
+
+def _cases(page: PageFacts) -> list[tuple[str, str, Any]]:
+    """(name, URL fragment, which listed rows must stay visible) for every chart and control."""
+    rows = page.calls
+    timeline, outcome = _largest(page.segments, "timeline"), _largest(page.segments, "outcome-chart")
+    panel = _largest([s for s in page.segments if "data-emptiness" in s], "panel")
+    busy_run = Counter(r["data-run"] for r in rows).most_common(1)[0][0]
+    run_tool = next(r["data-tool"] for r in rows if r["data-run"] == busy_run)
+    dates = sorted({r["data-date"] for r in rows if r["data-date"]})
+    lo, hi = dates[1], dates[-2]
+    busy_file = Counter(r["data-file"] for r in rows).most_common(1)[0][0]
+    text = {r["id"]: " ".join(v or "" for v in r.values()).lower() + d.lower() for r, d in zip(rows, page.details)}
+
+    def seg(s: dict[str, Any]) -> Any:
+        keys = [k for k in ("tool", "emptiness", "outcome", "bucket") if f"data-{k}" in s]
+        return lambda r: all(r[f"data-{k}"] == s[f"data-{k}"] for k in keys)
+
+    call_id = max((r["data-call"] for r in rows if seg(timeline)(r)), key=lambda c: (len(c), c))
+    q = call_id[len(call_id) // 3:].upper()  # a piece of a long id, in another case
+
+    return [
+        ("timeline segment", f"seg={timeline['id']}", seg(timeline)),
+        ("tool panel segment", f"seg={panel['id']}", seg(panel)),
+        ("outcome segment", f"seg={outcome['id']}", seg(outcome)),
+        ("run and tool", f"run={quote(busy_run)}&tool={quote(run_tool)}",
+         lambda r: r["data-run"] == busy_run and r["data-tool"] == run_tool),
+        ("date range", f"from={lo}&to={hi}", lambda r: bool(r["data-date"]) and lo <= r["data-date"] <= hi),
+        ("source file", f"file={quote(busy_file)}", lambda r: r["data-file"] == busy_file),
+        ("search", f"q={quote(q)}", lambda r: q.lower() in text[r["id"]]),
+        ("segment and search", f"seg={timeline['id']}&q={quote(q)}",
+         lambda r: seg(timeline)(r) and q.lower() in text[r["id"]]),
+    ]
+
+
+def test_every_chart_and_control_filters_the_calls_in_a_browser(examples_page: Path, tmp_path: Path) -> None:
+    binary = chromium_or_skip()
+    page = PageFacts.of(examples_page)
+    for i, (name, fragment, keep) in enumerate(_cases(page)):
+        expected = [r["id"] for r in page.calls if keep(r)]
+        assert expected, name  # each case keeps some calls and drops others
+        assert len(expected) < len(page.calls), name
+        dom = _open(binary, tmp_path / f"profile-{i}", examples_page, fragment)
+        visible = [r["id"] for r in dom.rows if "hidden" not in r]
+        assert visible == expected, name
+        assert dom.root.get("data-shown") == str(len(expected)), name
+        if fragment.startswith("seg="):
+            chosen = fragment.split("&")[0][4:]
+            assert [s["id"] for s in dom.segments if "selected" in (s.get("class") or "").split()] == [chosen]
+            if "&" not in fragment:  # a segment alone lists exactly its calls
+                assert len(expected) == int(next(s for s in page.segments if s["id"] == chosen)["data-count"])
+
+
+def test_a_call_row_expands_to_what_its_reading_holds_in_a_browser(examples_page: Path, tmp_path: Path) -> None:
+    binary = chromium_or_skip()
+    page = PageFacts.of(examples_page)
+    target = page.calls[3]
+    dom = _open(binary, tmp_path / "profile", examples_page, f"tool={quote(target['data-tool'])}&open={target['id']}")
+    opened = [d["call"] for d in dom.details if "hidden" not in d]
+    assert opened == [target["id"]]
+    row = next(r for r in dom.rows if r["id"] == target["id"])
+    assert row["aria-expanded"] == "true" and "hidden" not in row
+    # a filter that hides the row hides its detail too
+    other = next(r["data-tool"] for r in page.calls if r["data-tool"] != target["data-tool"])
+    dom = _open(binary, tmp_path / "profile-2", examples_page, f"tool={quote(other)}&open={target['id']}")
+    assert not [d for d in dom.details if "hidden" not in d]
+
+
+def test_the_examples_page_screenshot(examples_page: Path, tmp_path: Path) -> None:
+    """Set FOOTPRINT_AUDIT_SCREENSHOT=docs/report-screenshot.png to write the README's screenshot."""
+    binary = chromium_or_skip()
+    shot = tmp_path / "examples.png"
+    done = chromium(binary, tmp_path / "profile", f"--screenshot={shot}", examples_page.as_uri(), size="1280,4400")
+    assert shot.exists(), done.stderr[-2000:]
+    assert png_size(shot) == (1280, 4400) and shot.stat().st_size > 100_000
+    target = os.environ.get("FOOTPRINT_AUDIT_SCREENSHOT")
+    if target:
+        shutil.copyfile(shot, target)
