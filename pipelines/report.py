@@ -56,7 +56,7 @@ OUTCOMES = (
 MAX_LISTED = 50
 
 #: How many calls the HTML page lists under its charts (the page says so when it cuts).
-MAX_HTML_CALLS = 5000
+MAX_HTML_CALLS = 2000
 
 #: How many dead letters the HTML page lists with their detail and raw bytes.
 MAX_HTML_DEAD_LETTERS = 100

@@ -104,7 +104,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: #eef2f4; position: sticky; top: 0; z-index: 1; }
 th, td { white-space: nowrap; }
-td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 220px; max-width: 520px; }
+td.wrap { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 160px; max-width: 460px; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td code, dd code { font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .scroll { max-height: 560px; max-width: 100%; overflow: auto; border: 1px solid var(--line); }
@@ -116,6 +116,7 @@ button { font: inherit; padding: 3px 10px; cursor: pointer; }
 button.expand { padding: 0 6px; margin: 0; border: 1px solid var(--line); background: #fff; }
 tr.call[aria-expanded="true"] td { background: #f3f7fb; }
 tr.detail td { background: #fafcfd; white-space: normal; }
+.detail-body { position: sticky; left: 8px; max-width: 1060px; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 4px 0; }
 dl.kv dt { color: var(--muted); }
 dl.kv dd { margin: 0; overflow-wrap: anywhere; }
@@ -633,6 +634,9 @@ def _tool_panels(s: Summary, grain: str) -> str:
     shown = ranked[:MAX_TOOL_PANELS]
     cut = (f" The {len(shown)} worst of {len(ranked)} tools are drawn; the tool_timeline view holds them all."
            if len(shown) < len(ranked) else "")
+    untimed = [str(t["tool"]) for t in s.tools if str(t["tool"]) not in per_tool]
+    if untimed:
+        cut += f" Not drawn, no call with an ended_at: {', '.join(untimed)}."
     return (
         '<h3 id="per-tool-over-time">Emptiness rates per tool over time</h3>'
         f'<p class="note">Each bar is one {esc(grain)}: the shares of that tool\'s calls read then, worst'
@@ -650,7 +654,7 @@ def disagreement_section(s: Summary) -> str:
         rows = [[d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"],
                  d["emptiness_without_door"], door_text(d), d["source_file"]] for d in s.disagreements]
         body = html_table(["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door",
-                           "door", "source file"], rows, numeric=[2])
+                           "door", "source file"], rows, numeric=[2], wrap=[7])
     return (f'<section id="door"><h2>Calls where the door and the bytes disagree ({len(s.disagreements)})</h2>'
             f"{body}</section>")
 
@@ -724,7 +728,8 @@ def calls_section(s: Summary) -> str:
             f' data-occurrence="{c["occurrence"]}">'
             f'<td><button class="expand" type="button" aria-expanded="false" title="show what the reading holds">'
             f"▸</button></td>{tds}</tr>"
-            f'<tr class="detail" hidden><td colspan="{len(headers)}">{call_detail(c)}</td></tr>'
+            f'<tr class="detail" hidden><td colspan="{len(headers)}"><div class="detail-body">{call_detail(c)}</div>'
+            "</td></tr>"
         )
     head = "".join(f'<th class="n">{esc(h)}</th>' if k == 4 else f"<th>{esc(h)}</th>" for k, h in enumerate(headers))
     total = int(s.totals["calls"])
@@ -773,7 +778,7 @@ def dead_letter_section(s: Summary) -> str:
                         d["run_id"] or "", d["reason"], d["detail"],
                         d["raw_cut"] + (f"… ({d['raw_chars']:,} characters)" if d["raw_chars"] > len(d["raw_cut"])
                                         else "")]
-                       for d in s.dead_letters], wrap=[4, 5])
+                       for d in s.dead_letters], wrap=[0, 4, 5])
     return (f'<section id="dead-letters"><h2>Dead letters ({total})</h2>'
             '<p class="note">Inputs that could not be read, each with a fixed reason word, a sentence and its bytes'
             " (the table keeps up to 64 KiB of them).</p>"
