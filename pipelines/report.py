@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from pipelines.report_html import RANK_RULE, build_html
 from schemas.tables import TABLES
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
@@ -86,6 +87,11 @@ class Summary:
     tool_timeline: list[Row] = field(default_factory=list)
     dead_letters: list[Row] = field(default_factory=list)
     calls: list[Row] = field(default_factory=list)
+    #: How the headline figures fit together: (sentence, holds) per identity (`reconciliation`).
+    fit: list[tuple[str, bool]] = field(default_factory=list)
+    #: The caps the page's lists were cut to (it says so when it cuts).
+    max_calls: int = 0
+    max_dead_letters: int = 0
 
 
 # ------------------------------------------------------------------ input
@@ -178,7 +184,7 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
     for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
         reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
     spans = fetch(con, "SELECT * FROM time_span")
-    return Summary(
+    summary = Summary(
         out_dir=out,
         totals=fetch(con, "SELECT * FROM reading_totals")[0],
         tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
@@ -209,7 +215,11 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         )
         if with_calls
         else [],
+        max_calls=MAX_HTML_CALLS,
+        max_dead_letters=MAX_HTML_DEAD_LETTERS,
     )
+    summary.fit = reconciliation(summary)
+    return summary
 
 
 # ------------------------------------------------------------------ text
@@ -252,11 +262,6 @@ def unknown_because(reasons: list[tuple[str, int]]) -> str:
 def bound(value: Any) -> str:
     """A share (0..1) as a percentage with one decimal, '-' when there is none."""
     return "-" if value is None else f"{100.0 * float(value):.1f}%"
-
-
-#: What "worst first" means, said under the tables that are ranked.
-RANK_RULE = ("worst first: by the lower end of the 95% Wilson interval of the share undeclared-empty"
-             " or unknown, so a tool with one bad call ranks below one with many")
 
 
 def emptiness_section(s: Summary) -> str:
@@ -342,7 +347,7 @@ def reconciliation(s: Summary) -> list[tuple[str, bool]]:
 
 
 def reconciliation_section(s: Summary) -> str:
-    lines = [f"  {'ok ' if holds else 'NO '} {sentence}" for sentence, holds in reconciliation(s)]
+    lines = [f"  {'ok ' if holds else 'NO '} {sentence}" for sentence, holds in s.fit]
     return "How the figures fit together\n" + "\n".join(lines)
 
 
@@ -392,8 +397,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_html(summary: Summary, path: Path) -> None:
-    from pipelines.report_html import build_html  # imported here: the page builder imports this module
-
     try:
         path.write_text(build_html(summary), encoding="utf-8")
     except OSError as err:

@@ -59,6 +59,10 @@ EMPTINESS_COLUMNS = (
     ("clarify", "clarify"),
 )
 
+#: What "worst first" means (the rank of views.sql's tool_summary), said where tools are ranked.
+RANK_RULE = ("worst first: by the lower end of the 95% Wilson interval of the share undeclared-empty"
+             " or unknown, so a tool with one bad call ranks below one with many")
+
 #: How many tools get a small chart of their rates over time (worst first); the page says so.
 MAX_TOOL_PANELS = 12
 
@@ -408,8 +412,8 @@ def _axis_marks(axis: TimeAxis, y: float, height: float, labels: bool = True, mo
     for t, label in axis.ticks(most):
         x = axis.x(t)
         out.append(f'<line class="grid" x1="{x:.2f}" y1="{y - height:.2f}" x2="{x:.2f}" y2="{y + 4:.2f}"/>')
-        if labels:  # a label near the right end ends at its tick, so it is not cut off
-            anchor = "end" if x > axis.x0 + axis.width - 45 else "middle"
+        if labels:  # a label near either end starts or ends at its tick, so it is not cut off
+            anchor = "end" if x > axis.x0 + axis.width - 45 else "start" if x < axis.x0 + 45 else "middle"
             out.append(f'<text class="small" x="{x:.2f}" y="{y + 16:.2f}" text-anchor="{anchor}">{esc(label)}</text>')
     out.append(f'<line class="axis" x1="{axis.x0}" y1="{y}" x2="{axis.x0 + axis.width}" y2="{y}"/>')
     return out
@@ -542,8 +546,6 @@ def _card(value: Any, label: str, definition: str) -> str:
 
 
 def cards(s: Summary) -> str:
-    from pipelines.report import reconciliation
-
     t, r, f = s.totals, s.runs, s.figures
     offending = sum(int(x["offending"]) for x in s.tools)
     items = [
@@ -567,7 +569,7 @@ def cards(s: Summary) -> str:
     ]
     inner = "".join(_card(v, k, d) for v, k, d in items)
     fit = "".join(f'<li><span class="{"ok" if holds else "no"}">{"✓" if holds else "✗ does not hold:"}</span>'
-                  f" {esc(sentence)}</li>" for sentence, holds in reconciliation(s))
+                  f" {esc(sentence)}</li>" for sentence, holds in s.fit)
     superseded = (f" {t['superseded_rows']} earlier revisions of re-read calls are left out."
                   if t["superseded_rows"] else "")
     return (f'<section id="figures"><h2>Headline figures</h2><div class="cards">{inner}</div>'
@@ -576,8 +578,6 @@ def cards(s: Summary) -> str:
 
 
 def emptiness_section(s: Summary) -> str:
-    from pipelines.report import RANK_RULE
-
     parts = [(col, label, EMPTINESS_COLOURS[label]) for col, label in EMPTINESS_COLUMNS]
     return (
         '<section id="emptiness"><h2>Emptiness per tool, worst first</h2>'
@@ -640,7 +640,7 @@ def _tool_panels(s: Summary, grain: str) -> str:
     return (
         '<h3 id="per-tool-over-time">Emptiness rates per tool over time</h3>'
         f'<p class="note">Each bar is one {esc(grain)}: the shares of that tool\'s calls read then, worst'
-        f" tools first; a thin grey mark is a {esc(grain)} with calls but none read. Hover for counts, click to list"
+        f" tools first; a thin grey mark: calls in that {esc(grain)}, none read. Hover for counts, click to list"
         f" the calls.{esc(cut)}</p>"
         '<div class="panels">' + "".join(tool_panel_svg(t, per_tool[t], axis, i) for i, t in enumerate(shown))
         + "</div>"
@@ -709,8 +709,6 @@ def _options(values: Iterable[Any], blank: str) -> str:
 
 
 def calls_section(s: Summary) -> str:
-    from pipelines.report import MAX_HTML_CALLS
-
     headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "rows unread",
                "door disagrees", "ended at (UTC)", "source file"]
     body = []
@@ -734,7 +732,7 @@ def calls_section(s: Summary) -> str:
     head = "".join(f'<th class="n">{esc(h)}</th>' if k == 4 else f"<th>{esc(h)}</th>" for k, h in enumerate(headers))
     total = int(s.totals["calls"])
     listed = (f"The first {len(s.calls):,} of {total:,} calls are listed (worst tools first; the page embeds at most"
-              f" {MAX_HTML_CALLS:,}): filters and search work on those, the call_list view holds them all."
+              f" {s.max_calls:,}): filters and search work on those, the call_list view holds them all."
               if len(s.calls) < total else f"All {total:,} calls are listed, worst tools first.")
     dates = [c["ended_at"] for c in s.calls if c["ended_at"]]
     lo, hi = (min(dates).strftime("%Y-%m-%d"), max(dates).strftime("%Y-%m-%d")) if dates else ("", "")
@@ -759,8 +757,6 @@ def calls_section(s: Summary) -> str:
 
 
 def dead_letter_section(s: Summary) -> str:
-    from pipelines.report import MAX_HTML_DEAD_LETTERS
-
     total = int(s.figures.get("dead_letters") or 0)
     if not total:
         return '<section id="dead-letters"><h2>Dead letters (0)</h2><p class="note">No dead letters.</p></section>'
