@@ -391,8 +391,11 @@ class TimeAxis:
                     label = t.strftime("%Y-%m-%d %H:%M") if t.date() != last_day else t.strftime("%H:%M")
                     last_day = t.date()
                 out.append((t, label))
-            t = next_bucket(t, "month") if unit == "month" else t + timedelta(
-                days=n) if unit == "day" else t + timedelta(seconds=60 * n if unit == "minute" else 3600 * n)
+            if unit == "month":
+                for _ in range(n):
+                    t = next_bucket(t, "month")
+            else:
+                t += timedelta(days=n) if unit == "day" else timedelta(seconds=60 * n if unit == "minute" else 3600 * n)
         return out
 
 

@@ -868,3 +868,33 @@ def test_the_examples_page_screenshot(examples_page: Path, tmp_path: Path) -> No
     target = os.environ.get("FOOTPRINT_AUDIT_SCREENSHOT")
     if target:
         shutil.copyfile(shot, target)
+
+
+# ------------------------------------------------------------------ the time axis, on its own
+
+
+@pytest.mark.parametrize("grain, first, last, unit", [
+    ("minute", datetime(2026, 11, 30, 23, 10), datetime(2026, 12, 1, 1, 40), r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}|\d{2}:\d{2}"),
+    ("hour", datetime(2026, 11, 28, 5), datetime(2026, 12, 2, 7), r"\d{4}-\d{2}-\d{2}"),
+    ("hour", datetime(2026, 11, 30, 5), datetime(2026, 12, 1, 7), r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}|\d{2}:\d{2}"),
+    ("day", datetime(2026, 7, 27), datetime(2026, 9, 26), r"\d{4}-\d{2}-\d{2}"),
+    ("week", datetime(2025, 12, 1), datetime(2026, 11, 23), r"\d{4}-\d{2}(-\d{2})?"),
+    ("month", datetime(2022, 11, 1), datetime(2026, 12, 1), r"\d{4}-\d{2}"),
+])
+def test_time_axis_ticks_are_aligned_inside_and_name_the_year(grain: str, first: datetime, last: datetime,
+                                                              unit: str) -> None:
+    axis = report_html.TimeAxis.of([first, last], grain, 40.0, 800.0)
+    assert axis.hi == report_html.next_bucket(last.replace(tzinfo=timezone.utc), grain)
+    ticks = axis.ticks()
+    assert 2 <= len(ticks) <= 8
+    assert all(axis.lo <= t <= axis.hi for t, _ in ticks)
+    assert all(re.fullmatch(unit, label) for _, label in ticks), ticks
+    assert re.match(r"\d{4}-", ticks[0][1])  # the first tick names the year
+    xs = [axis.x(t) for t, _ in ticks]
+    assert xs == sorted(xs) and 40.0 <= xs[0] and xs[-1] <= 840.0
+
+
+def test_a_month_bucket_ends_at_the_next_month() -> None:
+    dec = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert report_html.next_bucket(dec, "month") == datetime(2027, 1, 1, tzinfo=timezone.utc)
+    assert report_html.next_bucket(datetime(2026, 1, 1, tzinfo=timezone.utc), "month").month == 2
