@@ -898,3 +898,17 @@ def test_a_month_bucket_ends_at_the_next_month() -> None:
     dec = datetime(2026, 12, 1, tzinfo=timezone.utc)
     assert report_html.next_bucket(dec, "month") == datetime(2027, 1, 1, tzinfo=timezone.utc)
     assert report_html.next_bucket(datetime(2026, 1, 1, tzinfo=timezone.utc), "month").month == 2
+
+
+def test_an_output_without_readings_still_gets_its_figures_and_dead_letters(fixture_dir: Path, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(fixture_dir, out)
+    shutil.rmtree(out / "readings")
+    path = tmp_path / "r.html"
+    code, stdout, err = run_report([str(out), "--html", str(path)], capsys)
+    assert (code, err) == (0, "")
+    assert "No readings: no tool calls under this directory." in stdout
+    facts = PageFacts.of(path)
+    assert {c["parts"][1]: c["parts"][0] for c in facts.cards}["dead letters"] == str(len(read_table(out, "dead_letters")))
+    assert len(facts.dead_rows) == len(read_table(out, "dead_letters")) + 1
