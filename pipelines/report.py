@@ -1,10 +1,13 @@
 """`footprint-audit report DIR [--html FILE]`: the audit of an output directory.
 
 Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
-       dead_letters/, runs/, window subfolders included) with DuckDB through
-       the views of `schemas/views.sql` — the one place the summaries are
-       defined — and prints them as aligned text tables, worst tools first.
-       With `--html FILE` it also writes one self-contained HTML page
+       dead_letters/, runs/; flat, partitioned by `reassess --partition-by`
+       or in the stream's window subfolders) with DuckDB through the views
+       of `schemas/views.sql` — the one place the summaries are defined —
+       and prints them as aligned text tables: tools worst first (by the
+       lower 95% bound of their undeclared-empty + unknown share), outcomes,
+       door disagreements, runs, dead letters by reason and by file, and how
+       the headline figures fit together. With `--html FILE` it also writes one self-contained HTML page
        (`pipelines.report_html`). Only the current reading of a call counts:
        its latest revision.
 Emits: text on stdout, the HTML file when asked; one sentence on stderr and
