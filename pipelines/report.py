@@ -31,11 +31,14 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from pipelines.report_html import RANK_RULE, build_html
+from pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
 from schemas.tables import TABLES
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
+
+#: The views the report computes once, as temporary tables (each is read by many summaries).
+MATERIALIZED = ("readings_current", "call_buckets")
 
 #: (column of tool_summary, label) — emptiness of the calls read, worst kinds first.
 EMPTINESS = (
@@ -58,6 +61,9 @@ OUTCOMES = (
 
 #: How many door disagreements the terminal lists; the view holds them all.
 MAX_LISTED = 50
+
+#: How many door disagreements the HTML page lists (the page says so when it cuts).
+MAX_HTML_DISAGREEMENTS = 500
 
 #: How many calls the HTML page lists under its charts (the page says so when it cuts).
 MAX_HTML_CALLS = 2000
@@ -95,6 +101,10 @@ class Summary:
     #: The caps the page's lists were cut to (it says so when it cuts).
     max_calls: int = 0
     max_dead_letters: int = 0
+    #: Tools with at least one call with an ended_at (the ones the page can draw over time).
+    timed_tools: list[str] = field(default_factory=list)
+    #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
+    disagreement_count: int = 0
 
 
 # ------------------------------------------------------------------ input
@@ -158,6 +168,8 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
         if table is not None and not tables[table]:
             con.register(f"{name}__empty", pa.Table.from_pylist([], schema=TABLES[table]))
             statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty"
+        elif name in MATERIALIZED:  # read once for every summary, not once per query
+            statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP TABLE", statement, count=1)
         try:
             con.execute(statement.replace("{out}", _sql_path(out)))
         except duckdb.Error as err:
@@ -193,8 +205,11 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
         unknown_reasons=reasons,
         disagreements=fetch(
-            con, "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
+            con,
+            "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
+            f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}",
         ),
+        disagreement_count=int(fetch(con, "SELECT COUNT(*) AS n FROM door_disagreements")[0]["n"]),
         timeline=fetch(con, "SELECT * FROM emptiness_timeline ORDER BY bucket, emptiness_label"),
         runs=fetch(con, "SELECT * FROM run_summary")[0],
         dead_letter_reasons=fetch(con, "SELECT * FROM dead_letter_reasons ORDER BY letters DESC, reason"),
@@ -203,7 +218,15 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
             con, "SELECT * FROM dead_letter_files ORDER BY source_file, first_index NULLS FIRST, reason"
         ),
         span=spans[0] if spans else None,
-        tool_timeline=fetch(con, "SELECT * FROM tool_timeline ORDER BY tool, bucket") if with_calls else [],
+        tool_timeline=fetch(
+            con,
+            "SELECT t.* FROM tool_timeline AS t JOIN (SELECT tool FROM tool_summary WHERE tool IN"
+            f" (SELECT tool FROM tool_timeline) ORDER BY worst_rank LIMIT {MAX_TOOL_PANELS}) USING (tool)"
+            " ORDER BY t.tool, t.bucket",
+        )
+        if with_calls
+        else [],
+        timed_tools=[r["tool"] for r in fetch(con, "SELECT DISTINCT tool FROM tool_timeline ORDER BY tool")],
         dead_letters=fetch(
             con,
             "SELECT * FROM dead_letter_list ORDER BY source_file, event_index NULLS FIRST, reason"
@@ -292,7 +315,7 @@ def door(row: Row) -> str:
 
 
 def disagreement_section(s: Summary) -> str:
-    title = f"Calls where the door and the bytes disagree ({len(s.disagreements)})"
+    title = f"Calls where the door and the bytes disagree ({s.disagreement_count})"
     if not s.disagreements:
         return title + "\n  none"
     headers = ["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door", "door"]
@@ -302,7 +325,7 @@ def disagreement_section(s: Summary) -> str:
         for d in shown
     ]
     table = text_table(headers, rows)
-    more = len(s.disagreements) - len(shown)
+    more = s.disagreement_count - len(shown)
     return title + "\n" + table + (f"\n  … and {more} more: see the door_disagreements view" if more else "")
 
 

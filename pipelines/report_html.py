@@ -559,7 +559,7 @@ def cards(s: Summary) -> str:
                                         " reader read them; the others failed, were refused, withheld or never ended."),
         (offending, "undeclared-empty or unknown", "Calls read whose result was empty with no declaration saying"
                                                    " so, or whose rows could not be counted."),
-        (len(s.disagreements), "door disagreements", "Calls read whose reading with the declarations (the door)"
+        (s.disagreement_count, "door disagreements", "Calls read whose reading with the declarations (the door)"
                                                      " differs from the reading of the bytes alone."),
         (t["tools"], "tools", "Distinct tool names among the calls."),
         (r["runs"], "runs", "Distinct run ids in the runs table."),
@@ -632,14 +632,16 @@ def _tool_panels(s: Summary, grain: str) -> str:
         per_tool.setdefault(str(row["tool"]), []).append(row)
     if not per_tool:
         return ""
-    axis = TimeAxis.of((r["bucket"] for r in s.tool_timeline), grain, 40, 300)
-    ranked = [str(t["tool"]) for t in s.tools if str(t["tool"]) in per_tool]
-    shown = ranked[:MAX_TOOL_PANELS]
+    axis = TimeAxis.of((r["bucket"] for r in s.timeline), grain, 40, 300)  # the whole span, as above
+    timed = set(s.timed_tools)
+    ranked = [str(t["tool"]) for t in s.tools if str(t["tool"]) in timed]
+    shown = [t for t in ranked if t in per_tool][:MAX_TOOL_PANELS]
     cut = (f" The {len(shown)} worst of {len(ranked)} tools are drawn; the tool_timeline view holds them all."
            if len(shown) < len(ranked) else "")
-    untimed = [str(t["tool"]) for t in s.tools if str(t["tool"]) not in per_tool]
+    untimed = [str(t["tool"]) for t in s.tools if str(t["tool"]) not in timed]
     if untimed:
-        cut += f" Not drawn, no call with an ended_at: {', '.join(untimed)}."
+        more = f" and {len(untimed) - 10:,} more" if len(untimed) > 10 else ""
+        cut += f" Not drawn, no call with an ended_at: {', '.join(untimed[:10])}{more}."
     return (
         '<h3 id="per-tool-over-time">Emptiness rates per tool over time</h3>'
         f'<p class="note">Each bar is one {esc(grain)}: the shares of that tool\'s calls read then, worst'
@@ -656,9 +658,11 @@ def disagreement_section(s: Summary) -> str:
     else:
         rows = [[d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"],
                  d["emptiness_without_door"], door_text(d), d["source_file"]] for d in s.disagreements]
-        body = html_table(["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door",
-                           "door", "source file"], rows, numeric=[2], wrap=[7])
-    return (f'<section id="door"><h2>Calls where the door and the bytes disagree ({len(s.disagreements)})</h2>'
+        cut_note = (f'<p class="note">The first {len(rows):,} are listed, worst tools first; the door_disagreements'
+                    " view holds them all.</p>" if len(rows) < s.disagreement_count else "")
+        body = cut_note + html_table(["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door",
+                                      "door", "source file"], rows, numeric=[2], wrap=[7])
+    return (f'<section id="door"><h2>Calls where the door and the bytes disagree ({s.disagreement_count})</h2>'
             f"{body}</section>")
 
 
