@@ -28,6 +28,9 @@ Run on Dataflow::
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
+
+`--partition-by ended_date` writes `readings` Hive-partitioned by the call's UTC
+date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
 """
 
 from __future__ import annotations
