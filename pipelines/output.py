@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.tables import TABLES
+from schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 
 from transforms.write import part_name
 
@@ -120,19 +120,22 @@ def table_files(directory: str, table: str) -> list[str]:
     return sorted(str(p) for p in d.rglob("*.parquet"))
 
 
-def _ensure_table(staged: str, table: str) -> None:
-    """A table with no rows still gets one (empty) file, so every glob finds its schema."""
+def _ensure_table(staged: str, table: str, partition_by: str | None = None) -> None:
+    """A table with no rows still gets one (empty) file, so every glob finds its schema
+    (in the null partition's folder when the table is partitioned)."""
     if table_files(staged, table):
         return
     d = Path(staged) / table
+    if partition_by and PARTITION_KEYS[partition_by][0] == table:
+        d = d / f"{partition_by}={HIVE_NULL}"
     d.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist([], schema=TABLES[table]), d / part_name(0, 1), compression="zstd")
 
 
-def publish(staged: str, out: str) -> None:
+def publish(staged: str, out: str, partition_by: str | None = None) -> None:
     """Replace `OUT/<table>/` by the staged tables: journalled, so a kill part-way is finished later."""
     for table in TABLES:
-        _ensure_table(staged, table)
+        _ensure_table(staged, table, partition_by)
     staged_path = Path(staged)
     write_marker(out)  # before any table is moved in: every published table is marked as this tool's
     marker = Path(out) / STAGING / PUBLISHING
@@ -168,10 +171,12 @@ def _read(out: str, table: str, columns: list[str]) -> pa.Table:
     else:
         from apache_beam.io.filesystems import FileSystems
 
-        found = FileSystems.match([FileSystems.join(out, table, "*.parquet")])[0].metadata_list
+        patterns = [FileSystems.join(out, table, "*.parquet"), FileSystems.join(out, table, "*", "*.parquet")]
+        # flat or partitioned; a store whose `*` also crosses `/` lists a file under both patterns
+        found = {m.path for result in FileSystems.match(patterns) for m in result.metadata_list}
         parts = []
-        for meta in sorted(found, key=lambda m: m.path):
-            with FileSystems.open(meta.path) as f:
+        for path in sorted(found):
+            with FileSystems.open(path) as f:
                 parts.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
     if not parts:
         return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))

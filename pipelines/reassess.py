@@ -28,6 +28,9 @@ Run on Dataflow::
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
+
+`--partition-by ended_date` writes `readings` Hive-partitioned by the call's UTC
+date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
+from schemas.tables import PARTITION_KEYS
 from transforms import join as join_mod
 from transforms import read as read_mod
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
@@ -101,6 +105,9 @@ def _parser() -> FlagParser:
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
+                   help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
+                        "readings/ended_date=YYYY-MM-DD/part-….parquet")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
@@ -131,13 +138,15 @@ def build_pipeline(
     progress: bool = True,
     spread: bool = True,
     local_paths: dict[str, str] | None = None,
+    partition_by: str | None = None,
 ) -> None:
     """Wire the job: read → join → read calls → write (one story, labelled steps).
 
     `spread`: hand the input files out to the workers (Create's reshuffle). Off only
     for the local runner with one worker, where it would move the list for nothing.
     `files` are the names the tables show; `local_paths` maps those that are opened
-    under another name (local names that are not UTF-8).
+    under another name (local names that are not UTF-8). `partition_by`: a key of
+    `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
     read = (
         p
@@ -172,7 +181,8 @@ def build_pipeline(
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies)
+    partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
+    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies, partitions)
 
 
 def _recording_claims(rows: list[dict]) -> list:
@@ -284,7 +294,7 @@ def run(argv: list[str] | None = None) -> int:
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
-    target = OutputTarget(out)
+    target = OutputTarget(out, args.partition_by)
     try:
         target.open()
     except UsageError as exc:
@@ -324,7 +334,7 @@ def _run_job(
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
         pipeline = beam.Pipeline(runner=runner, options=options)
         build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
-                       not args.no_progress, spread, local_paths)
+                       not args.no_progress, spread, local_paths, args.partition_by)
         pipeline.run().wait_until_finish()
         with held_interrupts():
             target.publish()
