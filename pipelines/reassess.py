@@ -49,12 +49,14 @@ from transforms import read as read_mod
 from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
 from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
+from transforms.readings import READER_VERSION
 from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
 from . import output, version
+from . import manifest as manifest_mod
 from .cached_jars import cached_job_server
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import display_name, expand_inputs
@@ -318,6 +320,8 @@ def _run_job(
     named_runner = runner_of(beam_args)
     if not args.no_progress:
         _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
+    # Every input's sha256 for the manifest of a local output (read here, the job then reads them from the page cache).
+    hashes = {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)} if target.local else {}
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     try:
@@ -326,6 +330,11 @@ def _run_job(
         build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
                        not args.no_progress, spread, local_paths)
         pipeline.run().wait_until_finish()
+        if target.local:
+            rows = [manifest_mod.manifest_row(name, size, hashes[name], 1, READER_VERSION,
+                                              manifest_mod.declarations_json(declarations), args.declarations)
+                    for name, (_path, size) in zip(names, inputs)]
+            manifest_mod.write_manifest(target.staging, rows)
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
