@@ -25,6 +25,10 @@ Run on Dataflow::
 
 (Remote outputs are written straight to `--output`, without the local staging swap.)
 
+`--incremental` reads only the input files the output's manifest has not seen
+(by name, size and sha256) and adds their rows beside the published ones
+(`pipelines.incremental`).
+
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
@@ -35,6 +39,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shutil
 import sys
 from typing import Any, TypeVar
 
@@ -55,7 +61,7 @@ from transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
-from . import output, version
+from . import incremental, output, version
 from . import manifest as manifest_mod
 from .cached_jars import cached_job_server
 from .errors import OutputError, UsageError, failure_sentence
@@ -111,6 +117,9 @@ def _parser() -> FlagParser:
                    help="exit with code 3 (after writing the tables) when dead letters are more than R "
                         "(0..1) of the events read")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
+    p.add_argument("--incremental", action="store_true",
+                   help="read only the input files the output has not seen (by name, size and sha256) and add "
+                        "their rows; a changed file's rows are replaced")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
 
@@ -283,6 +292,8 @@ def run(argv: list[str] | None = None) -> int:
             raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
         inputs = expand_inputs(args.input, out)
+        if args.incremental:
+            incremental.check_local(out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
@@ -296,6 +307,12 @@ def run(argv: list[str] | None = None) -> int:
         _say(str(exc))
         return exc.exit_code
     try:
+        if args.incremental:  # refused before anything is read: an output of another kind, other declarations
+            try:
+                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION)
+            except UsageError as exc:
+                _say(str(exc))
+                return 2
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
             return _run_job(args, beam_args, inputs, declarations, target)
     finally:
@@ -322,24 +339,51 @@ def _run_job(
         _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
     # Every input's sha256 for the manifest of a local output (read here, the job then reads them from the page cache).
     hashes = {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)} if target.local else {}
+    plan = None
+    if args.incremental:
+        plan = incremental.plan_increment(args.manifest, names, hashes.get, {n: s for n, (_p, s) in zip(names, inputs)})
+        if not plan.new and not plan.changed:
+            if not args.no_progress:
+                _say("no new or changed input file: the output is left as it is")
+            return _finish(args, target.out)
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
-        pipeline = beam.Pipeline(runner=runner, options=options)
-        build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
-                       not args.no_progress, spread, local_paths)
-        pipeline.run().wait_until_finish()
+
+        def execute(files: list[str], staging: str, again: bool = False) -> None:
+            """Run the job over `files`; `again`: a second pass, on one worker in this process when the
+            pool served the first (its workers serve one job each)."""
+            opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
+                                     else (options, runner, spread))
+            pipeline = beam.Pipeline(runner=run_on, options=opts)
+            build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes,
+                           not args.no_progress, spread_, {n: p for n, p in local_paths.items() if n in set(files)})
+            pipeline.run().wait_until_finish()
+
+        if plan is None:
+            execute(names, target.staging)
+            read = names
+        else:
+            read = _run_increment(args, plan, names, target, execute)
         if target.local:
-            rows = [manifest_mod.manifest_row(name, size, hashes[name], 1, READER_VERSION,
-                                              manifest_mod.declarations_json(declarations), args.declarations)
-                    for name, (_path, size) in zip(names, inputs)]
-            manifest_mod.write_manifest(target.staging, rows)
+            sizes = {name: size for name, (_path, size) in zip(names, inputs)}
+            for name in set(read) - set(sizes):  # read again where the tables name it (not an input of this job)
+                sizes[name], hashes[name] = os.path.getsize(name), manifest_mod.file_sha256(name)
+            rows = [manifest_mod.manifest_row(name, sizes[name], hashes[name], plan.increment if plan else 1,
+                                              READER_VERSION, manifest_mod.declarations_json(declarations),
+                                              args.declarations)
+                    for name in read]
+            manifest_mod.write_manifest(target.staging, incremental.next_manifest(plan, rows) if plan else rows)
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
         return INTERRUPTED_EXIT
+    except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
+        target.discard()
+        _say(f"{exc}; nothing was published")
+        return 2
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
         target.discard()
         where = f" on {named_runner}" if named_runner else ""
@@ -349,6 +393,25 @@ def _run_job(
         if pool is not None:
             pool.close()
     return _finish(args, target.out)
+
+
+def _run_increment(args: argparse.Namespace, plan: incremental.Plan, names: list[str], target: OutputTarget,
+                   execute: Any) -> list[str]:
+    """Read the new and changed files (and, in a second pass, the earlier files sharing runs with
+    them) and assemble the output's next tables in the staging folder; the files read."""
+    pass_dir = os.path.join(target.staging, incremental.PASS_DIR)
+    execute(plan.read, pass_dir)
+    plan.pulled = incremental.pull_in(target.out, plan, incremental.runs_in(pass_dir), names)
+    if plan.pulled:
+        shutil.rmtree(pass_dir)
+        if not args.no_progress:
+            _say(f"reading again {len(plan.pulled)} earlier file(s) that share runs with the new ones")
+        execute(plan.read, pass_dir, again=True)
+    counts = incremental.assemble(target.out, target.staging, pass_dir, plan)
+    if not args.no_progress:
+        _say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "
+             f"{len(plan.pulled)} read again; {counts['added']} rows added, {counts['dropped']} replaced")
+    return plan.read
 
 
 def _finish(args: argparse.Namespace, out: str) -> int:
