@@ -87,3 +87,26 @@ def write_manifest(staging: str, rows: list[dict]) -> None:
     d.mkdir(parents=True, exist_ok=True)
     rows = sorted(rows, key=lambda r: r["source_file"])  # the same files read give the same bytes
     pq.write_table(pa.Table.from_pylist(rows, schema=MANIFEST), d / part_name(0, 1), compression="zstd")
+
+
+def build_note(out: str) -> str:
+    """One line on what made an output: its reader version(s), from the readings, and the increments
+    its manifest holds (`reader version 0.1.0 · 3 increments`); for `report`."""
+    from collections import Counter
+
+    folder = Path(out) / "readings"
+    versions: Counter = Counter()
+    for f in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
+        versions.update(pq.read_table(f, columns=["reader_version"]).column("reader_version").to_pylist())
+    if not versions:
+        parts = ["no readings"]
+    elif len(versions) == 1:
+        parts = [f"reader version {next(iter(versions))}"]
+    else:
+        parts = ["reader versions " + ", ".join(f"{v} ({n} reading rows)" for v, n in sorted(versions.items()))]
+    rows = read_manifest(out)
+    if rows:
+        increments = sorted({r["increment"] for r in rows})
+        parts.append("built in one run" if increments == [1] else
+                     f"built incrementally: {len(increments)} increments (jobs {', '.join(map(str, increments))})")
+    return " · ".join(parts)

@@ -30,6 +30,8 @@ import pyarrow as pa
 
 from schemas.tables import TABLES
 
+from .manifest import build_note
+
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
 
@@ -78,6 +80,7 @@ class Summary:
     runs: Row
     dead_letter_reasons: list[Row]
     calls: list[Row] = field(default_factory=list)
+    build: str = ""  # reader version(s) and increments (`pipelines.manifest.build_note`)
 
 
 # ------------------------------------------------------------------ input
@@ -187,6 +190,7 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         )
         if with_calls
         else [],
+        build=build_note(str(out)),
     )
 
 
@@ -298,6 +302,7 @@ def headline(s: Summary) -> str:
     superseded = f", {t['superseded_rows']} earlier revisions left out" if t["superseded_rows"] else ""
     return (
         f"Audit of {clean(s.out_dir)}\n"
+        f"  {clean(s.build)}\n"
         f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
         f" ({t['reading_rows']} reading rows{superseded})"
     )

@@ -373,7 +373,7 @@ def build_html(s: Summary) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style><script>{ERROR_HOOK}</script></head><body>"
-        f"<header><h1>footprint-audit report</h1><p>{esc(s.out_dir)}</p></header><main>"
+        f"<header><h1>footprint-audit report</h1><p>{esc(s.out_dir)}</p><p>{esc(s.build)}</p></header><main>"
         + cards(s) + "".join(sections)
         + f"</main><script>{SCRIPT}</script></body></html>\n"
     )

@@ -309,3 +309,16 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
     for table in (*TABLES, MANIFEST_TABLE):
         assert rows_as_set(out, table) == rows_as_set(clean, table), table
     assert sorted(os.listdir(out)) == sorted([*TABLES, MANIFEST_TABLE, "_FOOTPRINT_AUDIT"])
+
+
+def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
+    from pipelines import report
+    from transforms.readings import READER_VERSION
+
+    assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
+    text = capsys.readouterr().out
+    note = f"reader version {READER_VERSION} · built incrementally: 3 increments (jobs 1, 2, 3)"
+    assert text.splitlines()[1] == f"  {note}"
+    assert f"<p>{note}</p>" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert report.run([str(full)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"  reader version {READER_VERSION} · built in one run"
