@@ -22,7 +22,6 @@ Run:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys

@@ -327,7 +327,7 @@ def _run_job(
     names = [display_name(path) for path, _size in inputs]
     local_paths = {name: path for name, (path, _size) in zip(names, inputs) if name != path}
     total = sum(size for _path, size in inputs)
-    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    sizes = {name: size for name, (_path, size) in zip(names, inputs)}
     try:
         beam_args = cached_job_server(beam_args)
     except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
@@ -341,7 +341,7 @@ def _run_job(
     hashes = {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)} if target.local else {}
     plan = None
     if args.incremental:
-        plan = incremental.plan_increment(args.manifest, names, hashes.get, {n: s for n, (_p, s) in zip(names, inputs)})
+        plan = incremental.plan_increment(args.manifest, names, hashes.get, sizes)
         if not plan.new and not plan.changed:
             if not args.no_progress:
                 _say("no new or changed input file: the output is left as it is")
@@ -357,6 +357,8 @@ def _run_job(
             opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
                                      else (options, runner, spread))
             pipeline = beam.Pipeline(runner=run_on, options=opts)
+            size = sum(sizes[f] if f in sizes else os.path.getsize(f) for f in files)  # an increment: its own size
+            shards = args.shards or max(1, min(64, math.ceil(size / BYTES_PER_SHARD)))
             build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes,
                            not args.no_progress, spread_, {n: p for n, p in local_paths.items() if n in set(files)})
             pipeline.run().wait_until_finish()
@@ -367,7 +369,6 @@ def _run_job(
         else:
             read = _run_increment(args, plan, names, target, execute)
         if target.local:
-            sizes = {name: size for name, (_path, size) in zip(names, inputs)}
             for name in set(read) - set(sizes):  # read again where the tables name it (not an input of this job)
                 sizes[name], hashes[name] = os.path.getsize(name), manifest_mod.file_sha256(name)
             rows = [manifest_mod.manifest_row(name, sizes[name], hashes[name], plan.increment if plan else 1,

@@ -94,7 +94,7 @@ def test_a_file_named_staging_in_the_output_is_refused_and_kept(tmp_path, small_
     assert sorted(os.listdir(out)) == [STAGING]
 
 
-@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("table", [*TABLES, MANIFEST_TABLE])
 def test_tables_this_tool_did_not_write_are_refused_never_deleted(tmp_path, small_input, table):
     out = tmp_path / "out"
     (out / table).mkdir(parents=True)

@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, load_table, one_sentence, reassess_cli, tree_bytes
