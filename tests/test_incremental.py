@@ -321,3 +321,27 @@ def test_the_report_shows_the_reader_version_and_the_increments(full, batched, t
     assert f"<p>{note}</p>" in (tmp_path / "r.html").read_text(encoding="utf-8")
     assert report.run([str(full)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"  reader version {READER_VERSION} · built in one run"
+
+
+@pytest.mark.parametrize("first", ["recording", "export"])
+def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_full_run(tmp_path, first):
+    """The run is read once, from the recording (the rule of a full run), whichever file came first."""
+    recording = ROOT / "examples/recordings/real/agentfootprint__demo-turn.json"
+    doc = json.loads(recording.read_text())
+    events = doc["events"] if "events" in doc else doc["recording"]["events"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    files = {"recording": recording.read_bytes(), "export": ("\n".join(json.dumps(e) for e in events) + "\n").encode()}
+    second = "export" if first == "recording" else "recording"
+    (a / f"{first}.{'json' if first == 'recording' else 'jsonl'}").write_bytes(files[first])
+    (b / f"{second}.{'json' if second == 'recording' else 'jsonl'}").write_bytes(files[second])
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    assert job(out, [str(a)], "--incremental", declarations=None) == 0
+    assert job(out, [str(b)], "--incremental", declarations=None) == 0
+    assert job(whole, [str(a), str(b)], declarations=None) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    runs = {r["source_file"]: r for r in load_table(out, "runs")}
+    export = next(name for name in runs if name.endswith(".jsonl"))
+    assert runs[export]["events_used"] == 0 and runs[export]["tool_calls"] == 0  # the recording copy is read
+    assert {r["increment"] for r in load_table(out, MANIFEST_TABLE)} == {2}  # both read by the second job
