@@ -93,7 +93,11 @@ def check_output(out: str, declarations_json: str, reader_version: str) -> list[
     check_local(out)
     if any(p.is_dir() and p.name.startswith("window=") for t in TABLES for p in (Path(out) / t).glob("window=*")):
         raise UsageError(f"--output {out} holds a stream's tables: --incremental adds only to the output of reassess")
-    rows = manifest_mod.read_manifest(out) or []
+    try:
+        rows = manifest_mod.read_manifest(out) or []
+    except Exception as exc:  # a damaged or foreign file
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"--output {out}: its {manifest_mod.MANIFEST_TABLE}/ cannot be read ({line})") from None
     has_tables = any(_table_files(out, t) for t in TABLES)
     if not rows and has_tables and any(pq.read_metadata(f).num_rows for t in TABLES for f in _table_files(out, t)):
         raise UsageError(
@@ -190,7 +194,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int]:
     """Build the output's next tables in `staging`: the published files (hard links, or rewritten
-    without the rows of the files read again) and the pass's new files; returns rows kept/dropped/added."""
+    without the rows of the files read again) and the pass's new files; returns the rows dropped and added."""
     replaced = pa.array(sorted(plan.replaced), type=pa.string())
     prefix = increment_prefix(plan.increment)
     counts = {"dropped": 0, "added": 0}

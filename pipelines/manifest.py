@@ -96,15 +96,18 @@ def build_note(out: str) -> str:
 
     folder = Path(out) / "readings"
     versions: Counter = Counter()
-    for f in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
-        versions.update(pq.read_table(f, columns=["reader_version"]).column("reader_version").to_pylist())
+    try:
+        for f in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
+            versions.update(pq.read_table(f, columns=["reader_version"]).column("reader_version").to_pylist())
+        rows = read_manifest(out)
+    except Exception:  # a damaged file: the report's own reading of the tables says which
+        return "reader version unknown (a table cannot be read)"
     if not versions:
         parts = ["no readings"]
     elif len(versions) == 1:
         parts = [f"reader version {next(iter(versions))}"]
     else:
         parts = ["reader versions " + ", ".join(f"{v} ({n} reading rows)" for v, n in sorted(versions.items()))]
-    rows = read_manifest(out)
     if rows:
         increments = sorted({r["increment"] for r in rows})
         parts.append("built in one run" if increments == [1] else
