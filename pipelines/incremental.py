@@ -82,6 +82,18 @@ def _table_files(out: str, table: str) -> list[Path]:
     return sorted(d.rglob("*.parquet")) if d.is_dir() else []
 
 
+def _holds_rows(out: str) -> bool:
+    """True when a published table holds a row (or a file that cannot be read: it is not ours to replace)."""
+    for table in TABLES:
+        for f in _table_files(out, table):
+            try:
+                if pq.read_metadata(f).num_rows:
+                    return True
+            except Exception:
+                return True
+    return False
+
+
 def check_local(out: str) -> None:
     """`UsageError` for a remote output (its tables are written in place: nothing to swap with)."""
     if not is_local(out):
@@ -98,8 +110,7 @@ def check_output(out: str, declarations_json: str, reader_version: str) -> list[
     except Exception as exc:  # a damaged or foreign file
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UsageError(f"--output {out}: its {manifest_mod.MANIFEST_TABLE}/ cannot be read ({line})") from None
-    has_tables = any(_table_files(out, t) for t in TABLES)
-    if not rows and has_tables and any(pq.read_metadata(f).num_rows for t in TABLES for f in _table_files(out, t)):
+    if not rows and _holds_rows(out):
         raise UsageError(
             f"--output {out} holds tables without a manifest of the files they were read from "
             "(written by stream or an older version): run reassess without --incremental once"
