@@ -43,8 +43,8 @@ from . import manifest as manifest_mod
 from .errors import UsageError
 from .inputs import is_local
 
-__all__ = ["Plan", "plan_increment", "check_local", "check_output", "pull_in", "runs_in", "assemble",
-           "next_manifest", "increment_prefix", "PASS_DIR"]
+__all__ = ["Plan", "plan_increment", "check_local", "check_output", "read_increment", "pull_in", "runs_in",
+           "assemble", "increment_prefix", "PASS_DIR"]
 
 #: The staging subfolder one pass of the pipeline writes into.
 PASS_DIR = "_increment"
@@ -242,7 +242,22 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
     return counts
 
 
-def next_manifest(plan: Plan, read_rows: list[dict]) -> list[dict]:
-    """The manifest after this job: the earlier rows of files not read now, and this job's rows."""
-    read = {r["source_file"] for r in read_rows}
-    return [r for r in plan.manifest if r["source_file"] not in read] + read_rows
+def read_increment(plan: Plan, names: list[str], out: str, staging: str,
+                   execute: Callable[..., None], say: Callable[[str], None] | None) -> None:
+    """Read the new and changed files (and, in a second pass, the earlier files sharing runs with
+    them: `plan.pulled`) and assemble the output's next tables in `staging`.
+
+    `execute(files, folder, again=False)` runs the job over `files` into `folder`; `say` prints progress.
+    """
+    pass_dir = os.path.join(staging, PASS_DIR)
+    execute(plan.read, pass_dir)
+    plan.pulled = pull_in(out, plan, runs_in(pass_dir), names)
+    if plan.pulled:
+        shutil.rmtree(pass_dir)
+        if say:
+            say(f"reading again {len(plan.pulled)} earlier file(s) that share runs with the new ones")
+        execute(plan.read, pass_dir, again=True)
+    counts = assemble(out, staging, pass_dir, plan)
+    if say:
+        say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "
+            f"{len(plan.pulled)} read again; {counts['added']} rows added, {counts['dropped']} replaced")

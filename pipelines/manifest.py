@@ -24,7 +24,8 @@ from schemas.manifest import MANIFEST, MANIFEST_TABLE
 
 from .inputs import is_local
 
-__all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "write_manifest"]
+__all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "stage_manifest",
+           "write_manifest", "build_note"]
 
 _CHUNK = 1 << 20
 
@@ -77,6 +78,22 @@ def read_manifest(out: str) -> list[dict] | None:
         return None
     table = pa.concat_tables([pq.read_table(f, schema=MANIFEST) for f in files])
     return table.to_pylist()
+
+
+def stage_manifest(
+    staging: str, read: list[str], sizes: dict[str, int], hashes: dict[str, str | None], increment: int,
+    reader_version: str, declarations: Declarations, declarations_file: str | None, earlier: list[dict],
+) -> None:
+    """Stage the manifest after a job: the `earlier` rows of files it did not read, and a row for each
+    file it read (a file read again where the tables name it, not an input, is sized and hashed here)."""
+    decl = declarations_json(declarations)
+    rows = []
+    for name in read:
+        if name not in sizes:
+            sizes[name], hashes[name] = os.path.getsize(name), file_sha256(name)
+        rows.append(manifest_row(name, sizes[name], hashes[name], increment, reader_version, decl, declarations_file))
+    done = set(read)
+    write_manifest(staging, [r for r in earlier if r["source_file"] not in done] + rows)
 
 
 def write_manifest(staging: str, rows: list[dict]) -> None:

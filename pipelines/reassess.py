@@ -40,7 +40,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 from typing import Any, TypeVar
 
@@ -365,17 +364,13 @@ def _run_job(
 
         if plan is None:
             execute(names, target.staging)
-            read = names
         else:
-            read = _run_increment(args, plan, names, target, execute)
+            incremental.read_increment(plan, names, target.out, target.staging, execute,
+                                       None if args.no_progress else _say)
         if target.local:
-            for name in set(read) - set(sizes):  # read again where the tables name it (not an input of this job)
-                sizes[name], hashes[name] = os.path.getsize(name), manifest_mod.file_sha256(name)
-            rows = [manifest_mod.manifest_row(name, sizes[name], hashes[name], plan.increment if plan else 1,
-                                              READER_VERSION, manifest_mod.declarations_json(declarations),
-                                              args.declarations)
-                    for name in read]
-            manifest_mod.write_manifest(target.staging, incremental.next_manifest(plan, rows) if plan else rows)
+            manifest_mod.stage_manifest(target.staging, plan.read if plan else names, sizes, hashes,
+                                        plan.increment if plan else 1, READER_VERSION, declarations,
+                                        args.declarations, plan.manifest if plan else [])
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
@@ -394,25 +389,6 @@ def _run_job(
         if pool is not None:
             pool.close()
     return _finish(args, target.out)
-
-
-def _run_increment(args: argparse.Namespace, plan: incremental.Plan, names: list[str], target: OutputTarget,
-                   execute: Any) -> list[str]:
-    """Read the new and changed files (and, in a second pass, the earlier files sharing runs with
-    them) and assemble the output's next tables in the staging folder; the files read."""
-    pass_dir = os.path.join(target.staging, incremental.PASS_DIR)
-    execute(plan.read, pass_dir)
-    plan.pulled = incremental.pull_in(target.out, plan, incremental.runs_in(pass_dir), names)
-    if plan.pulled:
-        shutil.rmtree(pass_dir)
-        if not args.no_progress:
-            _say(f"reading again {len(plan.pulled)} earlier file(s) that share runs with the new ones")
-        execute(plan.read, pass_dir, again=True)
-    counts = incremental.assemble(target.out, target.staging, pass_dir, plan)
-    if not args.no_progress:
-        _say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "
-             f"{len(plan.pulled)} read again; {counts['added']} rows added, {counts['dropped']} replaced")
-    return plan.read
 
 
 def _finish(args: argparse.Namespace, out: str) -> int:
