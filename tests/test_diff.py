@@ -214,3 +214,8 @@ def test_the_html_page_is_self_contained_and_lists_a_transitions_calls_in_chromi
     assert len(visible) == 9 and all("t-0" in m for m in moves)
     assert re.search(r'<tr class="pick selected" id="t-0"', dumped)
     shutil.rmtree(tmp_path / "profile-dom", ignore_errors=True)
+
+
+def test_help_exits_0(capsys):
+    code, out, _ = run_diff(["--help"], capsys)
+    assert code == 0 and "OLD_DIR" in out and "--output" in out

@@ -345,3 +345,10 @@ def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_ful
     export = next(name for name in runs if name.endswith(".jsonl"))
     assert runs[export]["events_used"] == 0 and runs[export]["tool_calls"] == 0  # the recording copy is read
     assert {r["increment"] for r in load_table(out, MANIFEST_TABLE)} == {2}  # both read by the second job
+
+
+def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched, capsys):
+    from pipelines import diff
+
+    assert diff.run([str(full), str(batched)]) == 0
+    assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out
