@@ -10,7 +10,7 @@ Role:    a job writes its tables under `OUT/_staging/<token>/`; only when the
          writes `OUT/_staging/_PUBLISHING` naming the staged folder; a process
          killed between the renames leaves that note, and the next job (or
          `clean_stale_staging`) finishes the swap before anything else, so the
-         three tables always come from one run.
+         tables and the manifest always come from one job.
          Each staging folder holds its owner's note (`ownership.OWNER`); a job
          removes only its own staging folder (`discard`) or one whose owner is
          gone, never another live job's. `publish` writes the ownership marker
