@@ -34,6 +34,8 @@ import pyarrow as pa
 from pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
 from schemas.tables import TABLES
 
+from .manifest import build_note
+
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
 
@@ -105,6 +107,7 @@ class Summary:
     timed_tools: list[str] = field(default_factory=list)
     #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
     disagreement_count: int = 0
+    build: str = ""  # reader version(s) and increments (`pipelines.manifest.build_note`)
 
 
 # ------------------------------------------------------------------ input
@@ -243,6 +246,7 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         else [],
         max_calls=MAX_HTML_CALLS,
         max_dead_letters=MAX_HTML_DEAD_LETTERS,
+        build=build_note(str(out)),
     )
     summary.fit = reconciliation(summary)
     return summary
@@ -393,6 +397,7 @@ def headline(s: Summary) -> str:
     superseded = f", {t['superseded_rows']} earlier revisions left out" if t["superseded_rows"] else ""
     return (
         f"Audit of {clean(s.out_dir)}\n"
+        f"  {clean(s.build)}\n"
         f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
         f" ({t['reading_rows']} reading rows{superseded})"
     )

@@ -299,13 +299,15 @@ def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: S
     return f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
-def page(title: str, heading: str, subtitle: str, body: str, script: str = "") -> str:
-    """A whole self-contained page: the shared style, a header, `body` (already HTML) and a script."""
+def page(title: str, heading: str, subtitle: str, body: str, script: str = "", note: str = "") -> str:
+    """A whole self-contained page: the shared style, a header (`note`: a second line under the
+    subtitle), `body` (already HTML) and a script."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style><script>{ERROR_HOOK}</script></head><body>"
-        f"<header><h1>{esc(heading)}</h1><p>{esc(subtitle)}</p></header><main>"
+        f"<header><h1>{esc(heading)}</h1><p>{esc(subtitle)}</p>" + (f"<p>{esc(note)}</p>" if note else "")
+        + "</header><main>"
         + body
         + "</main>" + (f"<script>{script}</script>" if script else "") + "</body></html>\n"
     )
@@ -819,4 +821,4 @@ def build_html(s: Summary) -> str:
                     'Show all</button></div><table id="calls"><tbody></tbody></table></section>',
                     dead_letter_section(s), runs_section(s)]
     return page(f"footprint-audit report: {s.out_dir}", "footprint-audit report", str(s.out_dir),
-                cards(s) + "".join(sections), SCRIPT)
+                cards(s) + "".join(sections), SCRIPT, note=s.build)
