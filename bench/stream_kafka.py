@@ -17,6 +17,10 @@ process, on `--runner FlinkRunner --flink_master=[local]`:
 
     python -m bench.stream_kafka                       # 100k events; 60 s live at 200 calls/s
     python -m bench.stream_kafka --events 20000 --live-seconds 30
+    python -m bench.stream_kafka --events 20000 --skip latency --keep --job-arg=--max_bundle_size=10000
+
+`--job-arg` passes one more option to both jobs (to compare settings in one session);
+`--keep` keeps the work folder (the tables, the job's log, Flink's `job-server.log`).
 """
 
 from __future__ import annotations
@@ -73,10 +77,13 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[int, int, bytes]]) 
     producer.close(60)
 
 
+JOB_ARGS: list[str] = []  # --job-arg: more options for the stream job (to compare settings)
+
+
 def _stream(source: str, out: Path, declarations: Path, log: Path, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "pipelines.cli", "stream", "--source", source, "--output", str(out),
            "--declarations", str(declarations), "--runner=FlinkRunner", "--flink_master=[local]",
-           "--environment_type=LOOPBACK", "--parallelism=1", *extra]  # fmt: skip
+           "--environment_type=LOOPBACK", "--parallelism=1", *extra, *JOB_ARGS]  # fmt: skip
     with open(log, "ab") as f:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -181,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls-per-second", type=float, default=200)
     ap.add_argument("--grace-seconds", type=float, default=30)
     ap.add_argument("--skip", choices=["throughput", "latency"], action="append", default=[])
+    ap.add_argument("--job-arg", action="append", default=[], metavar="ARG",
+                    help="one more option for the stream job, e.g. --job-arg=--max_cache_memory_usage_mb=64 (repeatable)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (outputs, job logs) and say where it is")
     args = ap.parse_args(argv)
+    JOB_ARGS[:] = args.job_arg
     from kafka_local import KafkaBroker
     from pipelines.jars import ensure_jars
 
@@ -200,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s (grace {lat['grace_s']:.0f} s: "
                       f"p50 = grace + {lat['p50_s'] - lat['grace_s']:.1f} s)")  # fmt: skip
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
