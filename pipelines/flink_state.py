@@ -52,6 +52,9 @@ class FlinkDurabilityOptions(PipelineOptions):
         parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
         parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
         parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
+        # a bundle's size and length on Flink (Java's FlinkPipelineOptions spells it "Mills")
+        parser.add_argument("--max_bundle_size", type=int, default=None)
+        parser.add_argument("--max_bundle_time_mills", type=int, default=None)
 
 
 def _bool(text: str) -> bool:

@@ -56,6 +56,17 @@ def test_runner_options_of_flink_and_dataflow_are_known():
         check_beam_args(["--flink_mastr=[local]"])
 
 
+def test_flinks_bundle_options_reach_the_job_with_their_types():
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.flink_state import FlinkDurabilityOptions
+
+    args = ["--max_bundle_size=5000", "--max_bundle_time_mills", "2000", "--checkpointing_interval=10000"]
+    check_beam_args(args)
+    opts = PipelineOptions(args).view_as(FlinkDurabilityOptions)
+    assert (opts.max_bundle_size, opts.max_bundle_time_mills, opts.checkpointing_interval) == (5000, 2000, 10000)
+
+
 def test_version():
     for args in (["--version"], ["reassess", "--version"]):
         res = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True)
