@@ -40,7 +40,7 @@ TABLES = ("readings", "dead_letters", "runs")
 
 def _reassess(inp: Path, out: Path, decl: str, *extra: str) -> float:
     """Wall seconds of one `footprint-audit reassess` (its own process, one worker as in the other benches)."""
-    cmd = [sys.executable, "-m", "pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
            "--declarations", decl, "--no-progress", "--quiet", "--workers", "1", *extra]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t = time.perf_counter()
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args(argv)
-    from pipelines.manifest import file_sha256
+    from footprint_audit.pipelines.manifest import file_sha256
 
     pattern, decl = dataset(args.layout, parse_size(args.size), args.seed, Path(args.data))
     files = sorted(p for p in Path(pattern).rglob("*") if p.is_file())

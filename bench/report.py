@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def make_output(root: Path, copies: int) -> Path:
     """The examples' output, its readings repeated `copies` times."""
-    from pipelines import reassess
+    from footprint_audit.pipelines import reassess
 
     examples = root / "examples-out"
     cwd = os.getcwd()
@@ -67,8 +67,8 @@ def make_output(root: Path, copies: int) -> Path:
 
 def time_report(out: Path, runs: int) -> dict[str, float]:
     """Median CPU seconds of the text queries, the page's queries and building the page."""
-    from pipelines import report
-    from pipelines.report_html import build_html
+    from footprint_audit.pipelines import report
+    from footprint_audit.pipelines.report_html import build_html
 
     figures: dict[str, list[float]] = {"text queries": [], "page queries": [], "page": []}
     size = 0
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
-    from pipelines import report
+    from footprint_audit.pipelines import report
 
     with tempfile.TemporaryDirectory() as tmp:
         out = make_output(Path(tmp), args.copies)

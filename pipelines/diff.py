@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.tables import READINGS, TABLES
+from footprint_audit.schemas.tables import READINGS, TABLES
 
 from .errors import UsageError
 from .manifest import MANIFEST_TABLE, read_manifest

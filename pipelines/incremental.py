@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
 from . import manifest as manifest_mod
 from .errors import UsageError

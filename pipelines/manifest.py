@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.declarations import Declarations
-from schemas.manifest import MANIFEST, MANIFEST_TABLE
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 
 from .inputs import is_local
 
@@ -98,7 +98,7 @@ def stage_manifest(
 
 def write_manifest(staging: str, rows: list[dict]) -> None:
     """Stage the manifest (one file, rows sorted by source file)."""
-    from transforms.write import part_name
+    from footprint_audit.transforms.write import part_name
 
     d = Path(staging) / MANIFEST_TABLE
     d.mkdir(parents=True, exist_ok=True)

@@ -30,10 +30,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.manifest import MANIFEST, MANIFEST_TABLE
-from schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
+from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
+from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 
-from transforms.write import part_name
+from footprint_audit.transforms.write import part_name
 
 from .inputs import is_local
 from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker

@@ -20,8 +20,8 @@ import os
 import socket
 from pathlib import Path
 
-from schemas.manifest import MANIFEST_TABLE
-from schemas.tables import TABLES
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
+from footprint_audit.schemas.tables import TABLES
 
 from .errors import OutputError
 

@@ -31,8 +31,8 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
-from schemas.tables import TABLES
+from footprint_audit.pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
+from footprint_audit.schemas.tables import TABLES
 
 from .manifest import build_note
 
@@ -142,7 +142,7 @@ def import_duckdb() -> Any:
 
 def views_sql() -> str:
     """The text of schemas/views.sql."""
-    return resources.files("schemas").joinpath("views.sql").read_text(encoding="utf-8")
+    return resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
 
 
 def split_statements(sql: str) -> list[str]:

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import cli, diff, reassess
-from schemas.tables import READINGS
+from footprint_audit.pipelines import cli, diff, reassess
+from footprint_audit.schemas.tables import READINGS
 
 #: The examples' declarations with list_hosts' rowsAt dropped and find_volumes' moved to a key its results lack.
 DECLARATIONS_V2 = {"id": "examples", "version": "2",
@@ -177,7 +177,7 @@ def test_usage_mistakes_are_one_sentence_and_exit_2(outputs, tmp_path, case):
         args += ["--output", str(tmp_path / "f")]
     else:
         args += ["--htlm", "x.html"]
-    res = subprocess.run([sys.executable, "-m", "pipelines.cli", "diff", *args], cwd=ROOT, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "diff", *args], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     lines = [line for line in res.stderr.splitlines() if line.strip()]

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table, one_sentence, reassess_cli, tree_bytes
-from pipelines import output, reassess
-from pipelines.incremental import increment_prefix
-from schemas.manifest import MANIFEST_TABLE
+from footprint_audit.pipelines import output, reassess
+from footprint_audit.pipelines.incremental import increment_prefix
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from test_kill_restart import make_input
 
 TABLES = ("readings", "dead_letters", "runs")
@@ -223,7 +223,7 @@ KILL_IN_PUBLISH = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
 os.chdir({root!r})
-from pipelines import output, reassess
+from footprint_audit.pipelines import output, reassess
 real_publish, real_replace = output.publish, os.replace
 def publish(staged, out, *rest):
     calls = [0]
@@ -291,7 +291,7 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
         f.rename(inp / f.name)
     assert job(clean, [str(inp)], "--incremental", declarations=None) == 0
     previous = tree_bytes(out)
-    p = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+    p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
                           "--incremental", "--no-progress", "--quiet"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -316,8 +316,8 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
 
 
 def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
-    from pipelines import report
-    from transforms.readings import READER_VERSION
+    from footprint_audit.pipelines import report
+    from footprint_audit.transforms.reading_rows import READER_VERSION
 
     assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
     text = capsys.readouterr().out
@@ -353,7 +353,7 @@ def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_ful
 
 
 def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched, capsys):
-    from pipelines import diff
+    from footprint_audit.pipelines import diff
 
     assert diff.run([str(full), str(batched)]) == 0
     assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out

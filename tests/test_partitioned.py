@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import reassess, report
-from schemas.tables import HIVE_NULL, READINGS
+from footprint_audit.pipelines import reassess, report
+from footprint_audit.schemas.tables import HIVE_NULL, READINGS
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -78,7 +78,7 @@ def test_the_other_tables_and_the_summary_do_not_change(outs: tuple[Path, Path])
     flat, parted = outs
     for table in ("dead_letters", "runs"):
         assert _files(parted, table) == _files(flat, table)
-    from pipelines.output import summary_figures
+    from footprint_audit.pipelines.output import summary_figures
 
     a, b = summary_figures(str(flat)), summary_figures(str(parted))
     a.pop("output"), b.pop("output")

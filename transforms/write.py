@@ -44,9 +44,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
-
-from .dofn_base import ArgsOnceDoFn
+from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
 
 __all__ = [
     "WriteTable",
@@ -154,7 +152,7 @@ def ipc_to_table(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
-class _BatchRowsFn(ArgsOnceDoFn):
+class _BatchRowsFn(beam.DoFn):
     """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`:
     every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
@@ -244,7 +242,7 @@ def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
     return out
 
 
-class _WriteShardFn(ArgsOnceDoFn):
+class _WriteShardFn(beam.DoFn):
     def __init__(self, directory: str, shards: dict[str, int], partitions: dict[str, str] | None = None) -> None:
         self.directory = directory
         self.shards = shards
