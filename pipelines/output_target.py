@@ -7,18 +7,16 @@ Role:    a local output is checked (`preflight`), locked (`ownership.OutputLock`
          owner note, and probed (create, write, rename) before anything is read;
          the tables are swapped in by `output.publish`, with the marker. A remote
          output (gs://, s3://, …) is probed and checked for foreign tables
-         through Beam's `FileSystems`; its tables are written in place (no swap,
-         no lock) and the marker is written after them.
+         through Beam's `FileSystems`, and staged under it too
+         (`remote_output`): published after success, marker last (no lock).
 """
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
-from . import output, preflight
+from . import output, preflight, remote_output
 from .errors import OutputError
 from .inputs import is_local
-from .ownership import MARKER, OutputLock, check_owned, marker_text
+from .ownership import OutputLock, check_owned
 
 __all__ = ["OutputTarget"]
 
@@ -39,6 +37,8 @@ class OutputTarget:
         if not self.local:
             preflight.check_remote_owned(self.out)
             preflight.probe_remote(self.out)
+            self.staging = remote_output.new_staging(self.out)
+            self._staged = True
             return
         preflight.prepare_local(self.out, output.STAGING)
         lock = OutputLock(self.out)
@@ -59,18 +59,18 @@ class OutputTarget:
             raise
 
     def publish(self) -> None:
-        """Put the finished tables in place (local: the journalled swap; remote: the marker after them)."""
+        """Put the finished tables in place (local: the journalled swap; remote: renames, the marker after them)."""
         if self.local:
             output.publish(self.staging, self.out)
             self._staged = False
         else:
-            with FileSystems.create(FileSystems.join(self.out, MARKER)) as f:
-                f.write(marker_text().encode("utf-8"))
+            remote_output.publish(self.staging, self.out)
+            self._staged = False
 
     def discard(self) -> None:
         """Remove this job's staging folder (nothing of it is published)."""
         if self._staged:
-            output.discard(self.staging)
+            (output.discard if self.local else remote_output.discard)(self.staging)
             self._staged = False
 
     def close(self) -> None:

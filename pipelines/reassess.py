@@ -39,6 +39,7 @@ import sys
 from typing import Any, TypeVar
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
@@ -280,6 +281,9 @@ def run(argv: list[str] | None = None) -> int:
         if args.max_event_bytes < 1:
             raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
+        # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
+        # options; the launcher lists inputs and probes the output before any pipeline exists.
+        FileSystems.set_options(PipelineOptions(_for_beam(beam_args)))
         inputs = expand_inputs(args.input, out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
