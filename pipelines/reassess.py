@@ -58,7 +58,8 @@ from transforms.write import WriteTables
 from . import output, version
 from .cached_jars import cached_job_server
 from .errors import OutputError, UsageError, failure_sentence
-from .inputs import display_name, expand_inputs
+from .inputs import check_inputs, expand_inputs
+from .listing import ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
@@ -124,27 +125,33 @@ def _positive(text: str) -> int:
 
 def build_pipeline(
     p: beam.Pipeline,
-    files: list[str],
+    inputs: list[str],
     staging: str,
     declarations: Declarations,
     shards: int,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: bool = True,
     spread: bool = True,
-    local_paths: dict[str, str] | None = None,
+    output: str | None = None,
 ) -> None:
-    """Wire the job: read → join → read calls → write (one story, labelled steps).
+    """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
-    `spread`: hand the input files out to the workers (Create's reshuffle). Off only
-    for the local runner with one worker, where it would move the list for nothing.
-    `files` are the names the tables show; `local_paths` maps those that are opened
-    under another name (local names that are not UTF-8).
+    `inputs`: the `--input` patterns (a file, a folder, a glob), listed on the workers
+    (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
+    the job's output folder, never read. `shards`: readings files (0: by the input's
+    size, worked out as the job runs). `spread`: hand the listed files out to the
+    workers (a reshuffle). Off only for the local runner with one worker, where it
+    would move the list for nothing.
     """
-    read = (
+    # --- listing on the workers (issue 17) ---
+    listed = (
         p
-        | "InputFiles" >> beam.Create(files, reshuffle=spread)
-        | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress, local_paths)
+        | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
+        | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1, spread)
     )
+    readings_shards: Any = shards or (listed | "ReadingsShards" >> _ShardsBySize())
+    read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
+    # --- end of listing ---
     documents = read["documents"]
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
 
@@ -173,7 +180,24 @@ def build_pipeline(
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies)
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies)
+
+
+def shards_for(total_bytes: int) -> int:
+    """The readings files of a job reading `total_bytes`: one per `BYTES_PER_SHARD`, 1 to 64."""
+    return max(1, min(64, math.ceil(total_bytes / BYTES_PER_SHARD)))
+
+
+class _ShardsBySize(beam.PTransform):
+    """Listed `(name, size)` files → one number: the readings files for their total size."""
+
+    def expand(self, files: beam.PCollection) -> beam.PCollection:
+        return (
+            files
+            | "Sizes" >> beam.Map(lambda item: item[1])
+            | "Total" >> beam.CombineGlobally(sum)
+            | "Shards" >> beam.Map(shards_for)
+        )
 
 
 def _recording_claims(rows: list[dict]) -> list:
@@ -284,7 +308,7 @@ def run(argv: list[str] | None = None) -> int:
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
         FileSystems.set_options(PipelineOptions(_for_beam(beam_args)))
-        inputs = expand_inputs(args.input, out)
+        check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
@@ -299,20 +323,14 @@ def run(argv: list[str] | None = None) -> int:
         return exc.exit_code
     try:
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
-            return _run_job(args, beam_args, inputs, declarations, target)
+            return _run_job(args, beam_args, declarations, target)
     finally:
         target.discard()
         target.close()
 
 
-def _run_job(
-    args: argparse.Namespace, beam_args: list[str], inputs: list[tuple[str, int]], declarations: Declarations, target: OutputTarget
-) -> int:
+def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, target: OutputTarget) -> int:
     """Build, run and publish the job into `target` (opened); returns the exit code."""
-    names = [display_name(path) for path, _size in inputs]
-    local_paths = {name: path for name, (path, _size) in zip(names, inputs) if name != path}
-    total = sum(size for _path, size in inputs)
-    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
     try:
         beam_args = cached_job_server(beam_args)
     except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
@@ -321,14 +339,14 @@ def _run_job(
     workers = _workers(args.workers, beam_args)
     named_runner = runner_of(beam_args)
     if not args.no_progress:
-        _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
+        _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
         pipeline = beam.Pipeline(runner=runner, options=options)
-        build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
-                       not args.no_progress, spread, local_paths)
+        build_pipeline(pipeline, args.input, target.staging, declarations, args.shards, args.max_event_bytes,
+                       not args.no_progress, spread, target.out)
         pipeline.run().wait_until_finish()
         with held_interrupts():
             target.publish()

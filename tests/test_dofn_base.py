@@ -29,7 +29,7 @@ def _instances() -> list[ArgsOnceDoFn]:
         _JoinCallFn(),
         _ReadCallFn(Declarations({}), "v"),
         _BatchRowsFn("readings", 2),
-        _WriteShardFn("/tmp/x", {"readings": 1}),
+        _WriteShardFn("/tmp/x"),
         _StatefulJoinFn(Declarations({}), 1000, 1000, "v"),
     ]
 

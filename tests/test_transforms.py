@@ -192,9 +192,9 @@ def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeyp
         out += fn.process(row)
     out += [wv.value for wv in fn.finish_bundle()]
     flushes = [k for k, _ in out]
-    assert all(table == "dead_letters" for table, _ in flushes)
+    assert all(table == "dead_letters" and shards == 3 for table, _, shards in flushes)
     got: dict[int, list] = {}
-    for (_table, shard), ipc in out:
+    for (_table, shard, _shards), ipc in out:
         part = write_mod.ipc_to_table(ipc).to_pylist()
         assert {write_mod.shard_of("dead_letters", r, 3) for r in part} == {shard}
         got.setdefault(shard, []).extend(part)

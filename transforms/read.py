@@ -74,9 +74,8 @@ class Progress:
         self.events += events
         self.bytes += nbytes
         if self.ticker.due():
-            self.ticker.say(
-                f"read {self.files}/{self.total_files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB"
-            )
+            files = f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}"
+            self.ticker.say(f"read {files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")
 
 
 class _ReadFileFn(ArgsOnceDoFn):
@@ -95,13 +94,16 @@ class _ReadFileFn(ArgsOnceDoFn):
         tune_gc()
         self.progress = Progress(self.total_files, enabled=self.progress_enabled)
 
-    def process(self, path: str) -> Iterable[Any]:
+    def process(self, item: str | tuple[bytes, int]) -> Iterable[Any]:
         self.files.inc()
-        opened = sources.open_source(path, self.max_event_bytes, self.local_paths.get(path))
+        path, opened_as, size = _input_file(item)
+        if opened_as is None:
+            opened_as = self.local_paths.get(path)
+        opened = sources.open_source(path, self.max_event_bytes, opened_as)
         if isinstance(opened, SourceFile):
             n = sum(len(r.events) for r in opened.runs)
             self.events.inc(n)
-            self.progress.add(files=1, events=n, nbytes=self._size(path))
+            self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
             yield opened
             return
         fmt, items = opened
@@ -119,7 +121,7 @@ class _ReadFileFn(ArgsOnceDoFn):
         for run_id, dead in dead_by_run.items():  # one partial count per run of the file
             yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
         self.events.inc(n)
-        self.progress.add(files=1, events=n, nbytes=self._size(path))
+        self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
 
     def _size(self, path: str) -> int:
         """The file's size for progress lines (0 when it cannot be told cheaply, or no line is printed)."""
@@ -131,11 +133,26 @@ class _ReadFileFn(ArgsOnceDoFn):
             return 0
 
 
+def _input_file(item: str | tuple[bytes, int]) -> tuple[str, str | None, int | None]:
+    """An input element → (the name the tables show, the name to open it by when another, its size).
+
+    An element is a name (`local_paths` may map it), or `(os.fsencode(path), size)` as
+    `pipelines.listing` lists it: a name that is not UTF-8 is shown with its bytes escaped.
+    """
+    if isinstance(item, str):
+        return item, None, None
+    raw, size = item
+    path = os.fsdecode(raw)
+    shown = raw.decode("utf-8", "backslashreplace")
+    return shown, (path if shown != path else None), size
+
+
 class ReadInputFiles(beam.PTransform):
     """File paths → `SourceFile` documents (main), `EVENTS`, `DEAD_LETTERS`, `COUNTS`.
 
-    Each element is a file's name as the tables show it; `local_paths` maps the few
-    names that differ from where the file is opened (a local name that is not UTF-8).
+    Each element is a file's name as the tables show it (`local_paths` maps the few
+    names that differ from where the file is opened: a local name that is not UTF-8),
+    or `(os.fsencode(path), size)` as the job lists its inputs (`pipelines.listing`).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ gathers its rows and turns every `BATCH_ROWS` of them into one Arrow table
 (`rows_to_arrow`), cut into one IPC buffer per shard (the table's schema,
 lz4), so the shuffle moves a few byte strings instead of encoding and
 decoding every row dict, and the writer sorts the shard's batches with Arrow. `WriteTables` writes several
-tables through ONE `GroupByKey` keyed `(table, shard)`; each table takes
+tables through ONE `GroupByKey` keyed `(table, shard, shards)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
 made, and only the batches are flattened. `WriteTable` is the one-table case.
 
@@ -150,7 +150,7 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 
 class _BatchRowsFn(ArgsOnceDoFn):
-    """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`:
+    """Rows of one table (each element a row or a list of rows) → `((table, shard, shards), Arrow IPC bytes)`:
     every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
     def __init__(self, table: str, shards: int) -> None:
@@ -162,10 +162,15 @@ class _BatchRowsFn(ArgsOnceDoFn):
         self._shard_of: list[int] = []  # each row's shard, when there are several
         self._bytes = 0
 
-    def process(self, item: dict | list) -> list:
+    def process(self, item: dict | list, shards: int | None = None) -> list:
         # A list, not a generator: nearly every row is only gathered.
+        # `shards`: the table's number of files when the job decides it as it runs (a side input).
         out: list = []
-        rows, shard_ids, table, shards = self._rows, self._shard_of, self.table, self.shards
+        if shards is None:
+            shards = self.shards
+        else:
+            self.shards = shards = max(1, shards)
+        rows, shard_ids, table = self._rows, self._shard_of, self.table
         for row in (item,) if type(item) is dict else item:
             rows.append(row)
             if shards > 1:
@@ -191,14 +196,14 @@ class _BatchRowsFn(ArgsOnceDoFn):
         if not rows:
             return []
         if not shard_ids:
-            return [((self.table, 0), rows_to_ipc(self.table, rows))]
+            return [((self.table, 0, self.shards), rows_to_ipc(self.table, rows))]
         order = sorted(range(len(rows)), key=shard_ids.__getitem__)  # stable: arrival order within a shard
         arrow = rows_to_arrow(self.table, [rows[i] for i in order])
         out = []
         start = 0
         for shard, same in itertools.groupby(shard_ids[i] for i in order):
             n = sum(1 for _ in same)
-            out.append(((self.table, shard), arrow_to_ipc(arrow.slice(start, n))))
+            out.append(((self.table, shard, self.shards), arrow_to_ipc(arrow.slice(start, n))))
             start += n
         return out
 
@@ -228,13 +233,12 @@ def without_copies(table: str, arrow: pa.Table, copies: list[tuple[str, str]]) -
 
 
 class _WriteShardFn(ArgsOnceDoFn):
-    def __init__(self, directory: str, shards: dict[str, int]) -> None:
+    def __init__(self, directory: str) -> None:
         self.directory = directory
-        self.shards = shards
 
-    def process(self, item: tuple[tuple[str, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
-        (table, shard), batches = item
-        path = FileSystems.join(self.directory, table, part_name(shard, self.shards[table]))
+    def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
+        (table, shard, shards), batches = item
+        path = FileSystems.join(self.directory, table, part_name(shard, shards))
         arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
         if copies:
             arrow = without_copies(table, arrow, copies)
@@ -246,12 +250,13 @@ class WriteTables(beam.PTransform):
     yields the file paths.
 
     Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them, each
-    element a row or a list of rows; `shards` gives a table's number of files (1 when not named).
+    element a row or a list of rows; `shards` gives a table's number of files (1 when not named):
+    a number, or a PCollection of one number when the job works it out as it runs (a side input).
     `copies`: a PCollection of `(run_id, source_file)` run copies left out (`without_copies`).
     """
 
     def __init__(
-        self, directory: str, shards: dict[str, int] | None = None, copies: beam.PCollection | None = None
+        self, directory: str, shards: dict[str, Any] | None = None, copies: beam.PCollection | None = None
     ) -> None:
         super().__init__()
         self.directory = directory
@@ -259,19 +264,24 @@ class WriteTables(beam.PTransform):
         self.copies = copies
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
-        shards = {table: max(1, self.shards.get(table, 1)) for table in tables}
+        shards = {table: self.shards.get(table, 1) for table in tables}
         batches = []
         for table, rows in tables.items():
             parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
             for i, part in enumerate(parts):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
-                batches.append(part | label >> beam.ParDo(_BatchRowsFn(table, shards[table])))
+                n = shards[table]
+                if isinstance(n, beam.PCollection):
+                    batch = beam.ParDo(_BatchRowsFn(table, 1), shards=beam.pvalue.AsSingleton(n))
+                else:
+                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n)))
+                batches.append(part | label >> batch)
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
         side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
         return (
             batched
             | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, shards), **side)
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory), **side)
         )
 
 
