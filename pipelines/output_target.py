@@ -13,12 +13,15 @@ Role:    a local output is checked (`preflight`), locked (`ownership.OutputLock`
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from . import output, preflight, remote_output
 from .errors import OutputError
 from .inputs import is_local
 from .ownership import OutputLock, check_owned
 
-__all__ = ["OutputTarget"]
+__all__ = ["OutputTarget", "spill_folder"]
 
 
 class OutputTarget:
@@ -78,3 +81,12 @@ class OutputTarget:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def spill_folder(target: OutputTarget) -> str:
+    """A local folder for the job's spill files (`transforms.spill_join`): in a local output's staging
+    folder (removed with it, and by the next job when this one was killed), else a new temporary folder.
+    The caller removes it when the job ends."""
+    if target.local:
+        return os.path.join(target.staging, "_spill")
+    return tempfile.mkdtemp(prefix="footprint-audit-spill-")

@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shutil
 import sys
 from typing import Any, TypeVar
 
@@ -52,6 +54,7 @@ from transforms.read import ReadInputFiles
 from transforms.read_calls import ReadCalls
 from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
@@ -63,7 +66,7 @@ from .listing import ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
-from .output_target import OutputTarget
+from .output_target import OutputTarget, spill_folder
 from .workers import WorkerPool, default_workers
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
@@ -102,6 +105,10 @@ def _parser() -> FlagParser:
     p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
+    p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
+                   help="local runner: the join of event streams goes through spill files on local disk, a "
+                        "partition of more than N bytes split again before it is joined in memory (peak memory "
+                        "follows N, not the input); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
@@ -133,6 +140,8 @@ def build_pipeline(
     progress: bool = True,
     spread: bool = True,
     output: str | None = None,
+    spill: str | None = None,
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
 ) -> None:
     """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
@@ -141,7 +150,9 @@ def build_pipeline(
     the job's output folder, never read. `shards`: readings files (0: by the input's
     size, worked out as the job runs). `spread`: hand the listed files out to the
     workers (a reshuffle). Off only for the local runner with one worker, where it
-    would move the list for nothing.
+    would move the list for nothing. `spill`: a local folder for the join's spill files
+    (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`);
+    None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
     """
     # --- listing on the workers (issue 17) ---
     listed = (
@@ -156,7 +167,13 @@ def build_pipeline(
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
 
     keyed = read[read_mod.EVENTS] | "KeyStreamEvents" >> KeyStreamEvents()
-    joined_stream = keyed[join_mod.KEYED] | "JoinEventStream" >> JoinEventStream(keyed[join_mod.FACTS])
+    # --- the keyed join: spilled to local disk on the local runner (issue 17) ---
+    if spill is None:
+        join_stream: beam.PTransform = JoinEventStream(keyed[join_mod.FACTS])
+    else:
+        join_stream = SpillJoinEventStream(keyed[join_mod.FACTS], spill, max_partition_bytes)
+    joined_stream = keyed[join_mod.KEYED] | "JoinEventStream" >> join_stream
+    # --- end of the keyed join ---
     stream_runs = (
         (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
         | "AllStreamCounts" >> beam.Flatten()
@@ -180,7 +197,8 @@ def build_pipeline(
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies)
+    write_spill = None if spill is None else os.path.join(spill, "tables")
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill)
 
 
 def shards_for(total_bytes: int) -> int:
@@ -342,11 +360,13 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
+    spill = None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
         pipeline = beam.Pipeline(runner=runner, options=options)
+        spill = None if named_runner else spill_folder(target)
         build_pipeline(pipeline, args.input, target.staging, declarations, args.shards, args.max_event_bytes,
-                       not args.no_progress, spread, target.out)
+                       not args.no_progress, spread, target.out, spill, args.spill_partition_bytes)
         pipeline.run().wait_until_finish()
         with held_interrupts():
             target.publish()
@@ -361,6 +381,8 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     finally:
         if pool is not None:
             pool.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     return _finish(args, target.out)
 
 

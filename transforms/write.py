@@ -28,9 +28,12 @@ with no pair (the usual case) the tables are written as they come.
 from __future__ import annotations
 
 import itertools
+import os
+import struct
+import uuid
 import zlib
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
 import pyarrow as pa
@@ -153,14 +156,16 @@ class _BatchRowsFn(ArgsOnceDoFn):
     """Rows of one table (each element a row or a list of rows) → `((table, shard, shards), Arrow IPC bytes)`:
     every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
-    def __init__(self, table: str, shards: int) -> None:
+    def __init__(self, table: str, shards: int, spill: str | None = None) -> None:
         self.table = table
         self.shards = shards
+        self.spill = spill
 
     def start_bundle(self) -> None:
         self._rows: list[dict] = []
         self._shard_of: list[int] = []  # each row's shard, when there are several
         self._bytes = 0
+        self._spilled: dict[tuple, str] = {}  # with `spill`: each shard's file of this bundle
 
     def process(self, item: dict | list, shards: int | None = None) -> list:
         # A list, not a generator: nearly every row is only gathered.
@@ -179,13 +184,31 @@ class _BatchRowsFn(ArgsOnceDoFn):
             if raw is not None:
                 self._bytes += len(raw)
             if len(rows) >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
-                out.extend(self._flush())
+                out.extend(self._spill_or_pass(self._flush()))
                 rows, shard_ids = self._rows, self._shard_of
         return out
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
-        for kv in self._flush():
+        for kv in self._spill_or_pass(self._flush()):
             yield WindowedValue(kv, 0, [GlobalWindow()])
+        for key, path in sorted(self._spilled.items()):
+            yield WindowedValue((key, path), 0, [GlobalWindow()])
+        self._spilled = {}
+
+    def _spill_or_pass(self, batches: list[tuple[tuple, bytes]]) -> list[tuple[tuple, bytes]]:
+        """With `spill` (Beam's local runner, which holds a shuffle's whole input in memory): each batch
+        appended to its shard's file of this bundle, and nothing passed on until the bundle ends."""
+        if self.spill is None:
+            return batches
+        for key, ipc in batches:
+            path = self._spilled.get(key)
+            if path is None:
+                os.makedirs(self.spill, exist_ok=True)
+                path = self._spilled[key] = os.path.join(self.spill, f"{uuid.uuid4().hex}.ipcs")
+            with open(path, "ab") as f:
+                f.write(_LENGTH.pack(len(ipc)))
+                f.write(ipc)
+        return []
 
     def _flush(self) -> list[tuple[tuple[str, int], bytes]]:
         """The rows gathered so far as one IPC batch per shard. One buffer for all shards keeps
@@ -239,10 +262,24 @@ class _WriteShardFn(ArgsOnceDoFn):
     def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
         (table, shard, shards), batches = item
         path = FileSystems.join(self.directory, table, part_name(shard, shards))
-        arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
+        arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
         if copies:
             arrow = without_copies(table, arrow, copies)
         yield write_arrow_file(path, sort_arrow(table, arrow).combine_chunks())
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def _unspilled(batches: Iterable[bytes | str]) -> Iterator[bytes]:
+    """A shard's IPC batches: each one as it came, or read from a spill file (a path) of `_BatchRowsFn`."""
+    for item in batches:
+        if isinstance(item, bytes):
+            yield item
+            continue
+        with open(item, "rb") as f:
+            while head := f.read(_LENGTH.size):
+                yield f.read(_LENGTH.unpack(head)[0])
 
 
 class WriteTables(beam.PTransform):
@@ -253,13 +290,21 @@ class WriteTables(beam.PTransform):
     element a row or a list of rows; `shards` gives a table's number of files (1 when not named):
     a number, or a PCollection of one number when the job works it out as it runs (a side input).
     `copies`: a PCollection of `(run_id, source_file)` run copies left out (`without_copies`).
+    `spill`: a local folder (Beam's local runner only): the batches wait there, in one file per
+    shard and bundle, and only the files' names cross the `GroupByKey`, which the local runner
+    would otherwise hold whole in memory.
     """
 
     def __init__(
-        self, directory: str, shards: dict[str, Any] | None = None, copies: beam.PCollection | None = None
+        self,
+        directory: str,
+        shards: dict[str, Any] | None = None,
+        copies: beam.PCollection | None = None,
+        spill: str | None = None,
     ) -> None:
         super().__init__()
         self.directory = directory
+        self.spill = spill
         self.shards = dict(shards or {})
         self.copies = copies
 
@@ -272,9 +317,9 @@ class WriteTables(beam.PTransform):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
                 n = shards[table]
                 if isinstance(n, beam.PCollection):
-                    batch = beam.ParDo(_BatchRowsFn(table, 1), shards=beam.pvalue.AsSingleton(n))
+                    batch = beam.ParDo(_BatchRowsFn(table, 1, self.spill), shards=beam.pvalue.AsSingleton(n))
                 else:
-                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n)))
+                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n), self.spill))
                 batches.append(part | label >> batch)
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
         side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
