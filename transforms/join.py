@@ -111,6 +111,7 @@ class _KeyEventFn(ArgsOnceDoFn):
 
     def start_bundle(self) -> None:
         self._counts: dict[tuple, RunCounts] = {}
+        self._facts: dict[str, dict] = {}
 
     def process(self, item: tuple[str, str, Event]) -> Iterable[Any]:
         source, fmt, ev = item
@@ -122,12 +123,10 @@ class _KeyEventFn(ArgsOnceDoFn):
         if c.session_id is None:
             c.session_id = ev.session_id
         kind = classify_event(ev)
-        held = None
         if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
-            held = encode_held(source, ev)
-            yield pvalue.TaggedOutput(FACTS, (run_id, held))
+            self._add_fact(run_id, source, ev)
         if kind is CALL:
-            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), held or encode_held(source, ev)))
+            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), encode_held(source, ev)))
             return
         if kind is NOT_NEEDED:
             c.not_needed += 1
@@ -136,9 +135,27 @@ class _KeyEventFn(ArgsOnceDoFn):
         self.dead.inc()
         yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
 
+    def _add_fact(self, run_id: str, source: str, ev: Event) -> None:
+        """Keep what `run_facts_from` reads of a run-level event, once per run and bundle: whether each
+        run event type occurred (one stripped event each) and every permission check without a call id
+        (its place, target and result). The facts then grow with the runs, not with the events."""
+        facts = self._facts.get(run_id)
+        if facts is None:
+            facts = self._facts[run_id] = {}
+        if ev.type in RUN_EVENT_TYPES:
+            if ev.type not in facts:
+                facts[ev.type] = encode_held(source, Event(ev.index, ev.type, {}, {}))
+        elif type(ev.payload.get("toolCallId")) is not str:
+            lean = {"target": ev.payload.get("target"), "result": ev.payload.get("result")}
+            facts[(source, ev.index)] = encode_held(source, Event(ev.index, ev.type, lean, {}))
+
     def finish_bundle(self) -> Iterable[Any]:
         yield from _bundle_counts(self._counts)
         self._counts = {}
+        for run_id, facts in self._facts.items():
+            for held in facts.values():
+                yield pvalue.TaggedOutput(FACTS, WindowedValue((run_id, held), 0, [GlobalWindow()]))
+        self._facts = {}
 
 
 def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
@@ -148,7 +165,8 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 
 class KeyStreamEvents(beam.PTransform):
-    """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, held event), `DEAD_LETTERS`,
+    """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, a stripped held event: what
+    `run_facts_from` reads, once per run and bundle), `DEAD_LETTERS`,
     `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:

@@ -265,7 +265,8 @@ class _WriteShardFn(ArgsOnceDoFn):
         arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
         if copies:
             arrow = without_copies(table, arrow, copies)
-        yield write_arrow_file(path, sort_arrow(table, arrow).combine_chunks())
+        arrow = sort_arrow(table, arrow).combine_chunks()  # the unsorted table is let go before the write
+        yield write_arrow_file(path, arrow)
 
 
 _LENGTH = struct.Struct("<Q")
