@@ -23,7 +23,9 @@ Run on Dataflow::
         --declarations decl.json --runner DataflowRunner --project P --region R \\
         --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 
-(Remote outputs are written straight to `--output`, without the local staging swap.)
+(A remote output is staged under `--output` too and published once the job succeeded:
+`pipelines.remote_output`. On the local runner the join and the writer spill to local disk:
+`transforms.spill_join`.)
 
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
