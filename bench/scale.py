@@ -59,7 +59,7 @@ def run_cli(args: list[str]) -> dict:
     import psutil
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cmd = [sys.executable, "-m", "pipelines.cli", "reassess", *args, "--no-progress", "--quiet"]
+    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *args, "--no-progress", "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -127,10 +127,10 @@ def streams(args: argparse.Namespace) -> int:
 
 
 def files(args: argparse.Namespace) -> int:
-    from pipelines import reassess
-    from pipelines.inputs import expand_inputs
-    from transforms import read as read_mod
-    from transforms import sources
+    from footprint_audit.pipelines import reassess
+    from footprint_audit.pipelines.inputs import expand_inputs
+    from footprint_audit.transforms import input_files as read_mod
+    from footprint_audit.transforms import sources
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-files-"))
     root = work / "many"

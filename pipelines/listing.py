@@ -21,15 +21,13 @@ from typing import Iterator
 
 import apache_beam as beam
 
-from transforms.dofn_base import ArgsOnceDoFn
-
 from .errors import UsageError
 from .inputs import iter_inputs
 
 __all__ = ["ListInputs"]
 
 
-class _ListPatternFn(ArgsOnceDoFn):
+class _ListPatternFn(beam.DoFn):
     """One pattern → `(os.fsencode(path), size)` of each input it names."""
 
     def __init__(self, output: str | None) -> None:

@@ -48,17 +48,17 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
-from schemas.declarations import Declarations, DeclarationsError, load_declarations
-from transforms import join as join_mod
-from transforms import read as read_mod
-from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
-from transforms.read import ReadInputFiles
-from transforms.read_calls import ReadCalls
-from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
-from transforms.sources import DEFAULT_MAX_EVENT_BYTES
-from transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
-from transforms.worker_gc import tune_gc
-from transforms.write import WriteTables
+from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.transforms import join as join_mod
+from footprint_audit.transforms import input_files as read_mod
+from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.input_files import ReadInputFiles
+from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
+from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
+from footprint_audit.transforms.worker_gc import tune_gc
+from footprint_audit.transforms.write import WriteTables
 
 from . import output, version
 from .cached_jars import cached_job_server
@@ -168,25 +168,25 @@ def build_pipeline(
     documents = read["documents"]
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
 
-    keyed = read[read_mod.EVENTS] | "KeyStreamEvents" >> KeyStreamEvents()
+    keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
     # --- the keyed join: spilled to local disk on the local runner (issue 17) ---
     if spill is None:
-        join_stream: beam.PTransform = JoinEventStream(keyed[join_mod.FACTS])
+        join_stream: beam.PTransform = JoinLineEvents(keyed[join_mod.FACTS])
     else:
         join_stream = SpillJoinEventStream(keyed[join_mod.FACTS], spill, max_partition_bytes)
-    joined_stream = keyed[join_mod.KEYED] | "JoinEventStream" >> join_stream
+    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> join_stream
     # --- end of the keyed join ---
     stream_runs = (
         (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
         | "AllStreamCounts" >> beam.Flatten()
-        | "StreamRunRows" >> StreamRunRows()
+        | "LineRunRows" >> LineRunRows()
     )
 
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
     readings = (
-        joined_docs["calls"] | "ReadCalls" >> ReadCalls(declarations, progress=progress),
-        joined_stream["calls"] | "ReadStreamCalls" >> ReadCalls(declarations, progress=progress),
+        joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
+        joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
     )
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)

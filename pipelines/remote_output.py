@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.tables import TABLES
-from transforms.write import part_name
+from footprint_audit.schemas.tables import TABLES
+from footprint_audit.transforms.write import part_name
 
 from .output import STAGING
 from .ownership import MARKER, marker_text

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
@@ -112,7 +112,7 @@ def import_duckdb() -> Any:
 
 def views_sql() -> str:
     """The text of schemas/views.sql."""
-    return resources.files("schemas").joinpath("views.sql").read_text(encoding="utf-8")
+    return resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
 
 
 def split_statements(sql: str) -> list[str]:
@@ -328,7 +328,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_html(summary: Summary, path: Path) -> None:
-    from pipelines.report_html import build_html
+    from footprint_audit.pipelines.report_html import build_html
 
     try:
         path.write_text(build_html(summary), encoding="utf-8")

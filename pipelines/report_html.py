@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from pipelines.report import Row, Summary
+    from footprint_audit.pipelines.report import Row, Summary
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {

@@ -23,16 +23,16 @@ import json
 
 import pytest
 
-from readers import UNDEFINED
-from schemas.events import (
+from footprint_audit.readers import UNDEFINED
+from footprint_audit.schemas.events import (
     REASON_MISSING_CALL_ID,
     REASON_REDACTED_CALL_ID,
     DeadLetter,
     Event,
     RunInput,
 )
-from transforms.accounting import document_run_row
-from transforms.calls import (
+from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.calls import (
     CALL,
     NOT_NEEDED,
     RunFacts,

@@ -11,14 +11,13 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import core, userstate
 
 from helpers import fn_api_runner
-from schemas.declarations import Declarations
-from transforms import dofn_base
-from transforms.dofn_base import ArgsOnceDoFn
-from transforms.join import _JoinCallFn, _JoinDocumentFn, _KeyEventFn
-from transforms.read import _ReadFileFn
-from transforms.read_calls import _ReadCallFn
-from transforms.stream_join import _StatefulJoinFn
-from transforms.write import _BatchRowsFn, _WriteShardFn
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.transforms import dofn_base
+from footprint_audit.transforms.join import _JoinCallFn, _JoinDocumentFn, _KeyEventFn
+from footprint_audit.transforms.input_files import _ReadFileFn
+from footprint_audit.transforms.apply_readers import _ApplyReadersFn
+from footprint_audit.transforms.stream_join import _StatefulJoinFn
+from footprint_audit.transforms.write import _BatchRowsFn, _WriteShardFn
 
 
 def _instances() -> list[ArgsOnceDoFn]:
@@ -27,7 +26,7 @@ def _instances() -> list[ArgsOnceDoFn]:
         _JoinDocumentFn(),
         _KeyEventFn(),
         _JoinCallFn(),
-        _ReadCallFn(Declarations({}), "v"),
+        _ApplyReadersFn(Declarations({}), "v"),
         _BatchRowsFn("readings", 2),
         _WriteShardFn("/tmp/x"),
         _StatefulJoinFn(Declarations({}), 1000, 1000, "v"),
@@ -52,7 +51,7 @@ def test_the_stateful_join_keeps_its_state_and_timers():
     assert userstate.is_stateful_dofn(fn) and not userstate.is_stateful_dofn(_JoinCallFn())
 
 
-class _Counted(ArgsOnceDoFn):
+class _Counted(beam.DoFn):
     def process(self, element, timestamp=beam.DoFn.TimestampParam):
         yield element, int(timestamp)
 

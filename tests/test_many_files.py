@@ -16,9 +16,9 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 
 from helpers import reassess_cli
-from pipelines import reassess
-from pipelines.output import new_staging
-from schemas.declarations import Declarations
+from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.output import new_staging
+from footprint_audit.schemas.declarations import Declarations
 
 FILES = 200_000
 PER_FOLDER = 1_000

@@ -14,10 +14,10 @@ from pathlib import Path
 import apache_beam as beam
 
 from helpers import EXAMPLES
-from pipelines import reassess
-from pipelines.output import new_staging
-from schemas.declarations import load_declarations
-from transforms.spill_join import _records, _Spiller
+from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.output import new_staging
+from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.transforms.spill_join import _records, _Spiller
 
 DECL = str(EXAMPLES / "declarations.json")
 GLOB = str(EXAMPLES / "recordings" / "**")

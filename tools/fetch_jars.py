@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipelines.jars import main  # noqa: E402
+from footprint_audit.pipelines.jars import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -439,7 +439,7 @@ def _repo_on_path() -> None:
 
 def _cached_kafka_lib() -> Path:
     _repo_on_path()
-    from pipelines import jars
+    from footprint_audit.pipelines import jars
     if not jars.is_fetched():
         raise CliError("The Kafka jars are not cached: run `python tools/fetch_jars.py` first.", 2)
     return Path(jars.ensure_jars(log=lambda _msg: None)["kafka_lib"])
@@ -594,9 +594,9 @@ def recording_events(pattern: str) -> tuple[list[tuple[int | None, bytes | None,
     logging.disable(logging.WARNING)  # Beam's import-time "apitools not found" warning
     try:
         import orjson
-        from pipelines.errors import UsageError
-        from pipelines.inputs import expand_inputs
-        from transforms.sources import read_source
+        from footprint_audit.pipelines.errors import UsageError
+        from footprint_audit.pipelines.inputs import expand_inputs
+        from footprint_audit.transforms.sources import read_source
     finally:
         logging.disable(logging.NOTSET)
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from schemas.events import RunInput
+from footprint_audit.schemas.events import RunInput
 
 from .calls import JoinedRun
 

@@ -3,7 +3,7 @@
 Pattern: composite `PTransform`s around the pure join (`transforms.calls`).
 Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          element (a recording holds its runs whole: no shuffle);
-         `KeyStreamEvents` + `JoinEventStream` key JSON Lines / SSE events by
+         `KeyLineEvents` + `JoinLineEvents` key JSON Lines / SSE events by
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
@@ -24,7 +24,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 
 from .accounting import RunCounts, add_counts, document_run_row, run_row
 from .calls import (
@@ -37,15 +37,14 @@ from .calls import (
     join_run,
     run_facts_from,
 )
-from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, typed
 from .held import decode_held, encode_held
 
 __all__ = [
     "JoinRecordingRuns",
-    "KeyStreamEvents",
-    "JoinEventStream",
-    "StreamRunRows",
+    "KeyLineEvents",
+    "JoinLineEvents",
+    "LineRunRows",
     "RUNS",
     "DEAD_LETTERS",
     "COUNTS",
@@ -60,7 +59,7 @@ FACTS = "facts"
 KEYED = "keyed"
 
 
-class _JoinDocumentFn(ArgsOnceDoFn):
+class _JoinDocumentFn(beam.DoFn):
     """One recording file's runs → each run's calls (a `CallGroup`), then the file's `runs` rows (one list)
     and its dead letters (one list: the runs', the join's, the file's)."""
 
@@ -100,7 +99,7 @@ class JoinRecordingRuns(beam.PTransform):
         return outputs
 
 
-class _KeyEventFn(ArgsOnceDoFn):
+class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -164,7 +163,7 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
         yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, [GlobalWindow()]))
 
 
-class KeyStreamEvents(beam.PTransform):
+class KeyLineEvents(beam.PTransform):
     """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, a stripped held event: what
     `run_facts_from` reads, once per run and bundle), `DEAD_LETTERS`,
     `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
@@ -180,7 +179,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     return run_id, run_facts_from(map(decode_held, held))
 
 
-class _JoinCallFn(ArgsOnceDoFn):
+class _JoinCallFn(beam.DoFn):
     """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -220,7 +219,7 @@ class _JoinCallFn(ArgsOnceDoFn):
         self._counts = {}
 
 
-class JoinEventStream(beam.PTransform):
+class JoinLineEvents(beam.PTransform):
     """Keyed stream events + run facts → calls (main: one tuple per call id) and partial counts (`COUNTS`)."""
 
     def __init__(self, facts: beam.PCollection) -> None:
@@ -244,13 +243,13 @@ class JoinEventStream(beam.PTransform):
         return outputs
 
 
-def _stream_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
+def _line_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
     (run_id, source), parts = item
     counts = add_counts(parts)
     return run_row(run_id, source, counts.format or "event-stream", counts)
 
 
-class StreamRunRows(beam.PTransform):
+class LineRunRows(beam.PTransform):
     """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file.
 
     The steps that make counts add them up per bundle first, so the partials are
@@ -262,5 +261,5 @@ class StreamRunRows(beam.PTransform):
         return (
             counts
             | "GroupCounts" >> beam.GroupByKey()
-            | "RunRow" >> beam.Map(_stream_run_row)
+            | "RunRow" >> beam.Map(_line_run_row)
         )

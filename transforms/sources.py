@@ -33,8 +33,8 @@ from typing import Any, BinaryIO, Iterable, Iterator
 import orjson
 import zstandard
 
-from readers import JSONError, parse_json
-from schemas.events import (
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
     EVENT_PREFIX,
     FORMAT_ENVELOPE,
     FORMAT_EVENT_STREAM,

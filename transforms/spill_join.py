@@ -1,7 +1,7 @@
 """Beam, local runner: the keyed join of event streams through files on local disk, in bounded memory.
 
 Pattern: a composite `PTransform` with the same inputs and outputs as
-         `transforms.join.JoinEventStream`, for Beam's local runner only.
+         `transforms.join.JoinLineEvents`, for Beam's local runner only.
 Role:    the local runner (FnApiRunner) holds a `GroupByKey`'s whole input in the
          launcher's memory, about 6x the stream's bytes: a 3 GB export does not fit
          a 16 GB laptop. Here the keyed call events never cross a `GroupByKey`.
@@ -11,13 +11,13 @@ Role:    the local runner (FnApiRunner) holds a `GroupByKey`'s whole input in th
          of the files it wrote. One `GroupByKey` of those names (a few hundred small
          elements) gathers each partition's files, and the partition is joined
          alone: its events are grouped by call in memory, and each call is joined
-         by `JoinEventStream`'s own code. A partition whose files hold more than
+         by `JoinLineEvents`'s own code. A partition whose files hold more than
          `max_partition_bytes` is split again by another hash onto disk first (and
          so on), so memory is bounded by that setting, not by the input: only the
          events of one call cannot be split (one call is joined whole, as ever).
          The spill files are the job's: the launcher removes their folder.
 Emits:   calls (main: one `CallGroup` per call id) and partial run counts (`COUNTS`),
-         as `JoinEventStream` does.
+         as `JoinLineEvents` does.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
-
-from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, typed
 from .join import COUNTS, _JoinCallFn, _run_facts
 
@@ -105,7 +103,7 @@ def _records(path: str) -> Iterator[tuple[bytes, bytes]]:
             yield f.read(klen), f.read(hlen)
 
 
-class _SpillFn(ArgsOnceDoFn):
+class _SpillFn(beam.DoFn):
     """Keyed call events → spill files; at the end of a bundle, `(partition, file)` for each file written."""
 
     def __init__(self, folder: str, partitions: int) -> None:
@@ -170,7 +168,7 @@ class _JoinPartitionFn(_JoinCallFn):
 
 class SpillJoinEventStream(beam.PTransform):
     """Keyed stream events + run facts → calls (main) and partial counts (`COUNTS`), as
-    `JoinEventStream`, with the events grouped through spill files under `folder`."""
+    `JoinLineEvents`, with the events grouped through spill files under `folder`."""
 
     def __init__(self, facts: beam.PCollection, folder: str, max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
                  partitions: int = PARTITIONS) -> None:
@@ -192,7 +190,8 @@ class SpillJoinEventStream(beam.PTransform):
             | "GroupPartitions" >> beam.GroupByKey()
             | "JoinPartition" >> beam.ParDo(
                 _JoinPartitionFn(self.folder, self.max_partition_bytes), facts=beam.pvalue.AsDict(facts)
-            ).with_outputs(COUNTS, main="calls")
+            )
+            .with_output_types(CallGroup)
+            .with_outputs(COUNTS, main="calls")
         )
-        typed(outputs["calls"], CallGroup)
         return outputs

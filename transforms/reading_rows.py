@@ -1,7 +1,7 @@
 """Read one joined call: the `readings` row (READINGS.md §2 step 6, §3, §5).
 
 Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
-Role:    the one place a call becomes a row; `transforms.read_calls` runs it
+Role:    the one place a call becomes a row; `transforms.apply_readers` runs it
          in Beam, the plain-Python baseline and the streaming join run it too.
 Emits:   nothing; no I/O, no Beam.
 
@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from typing import Any, Callable
 
-from readers import (
+from footprint_audit.readers import (
     UNDEFINED,
     declared_by_value,
     json_prefix_of,
@@ -31,8 +31,8 @@ from readers import (
     read_paging,
     read_resolved,
 )
-from readers.jsvalues import is_js_number, js_trim
-from readers.result_facts import paging_next_text
+from footprint_audit.readers.jsvalues import is_js_number, js_trim
+from footprint_audit.readers.result_facts import paging_next_text
 
 from .calls import DOOR_VALUE, Call, is_placeholder
 

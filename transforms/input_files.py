@@ -21,11 +21,10 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
-from schemas.events import Event, SourceFile
+from footprint_audit.schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
-from .dofn_base import ArgsOnceDoFn
 from .elements import typed
 from .worker_gc import tune_gc
 
@@ -78,7 +77,7 @@ class Progress:
             self.ticker.say(f"read {files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")
 
 
-class _ReadFileFn(ArgsOnceDoFn):
+class _ReadFileFn(beam.DoFn):
     def __init__(
         self, max_event_bytes: int, total_files: int, progress: bool, local_paths: dict[str, str] | None = None
     ) -> None:
