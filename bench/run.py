@@ -1,6 +1,6 @@
 """One command for every benchmark: the readers, the baseline and the Beam paths, side by side.
 
-Role: measures what issue 5 asks and prints one table. Each measurement runs
+Role: measures the performance targets and prints one table. Each measurement runs
 in its own process, pinned to one CPU (`taskset -c CPU`, else
 `sched_setaffinity`), so that its peak RSS is its own and "one core" is fair
 to the baseline and to Beam alike. The parent samples the RSS of the
@@ -58,7 +58,7 @@ from bench.generate import generate, parse_size, write_declarations  # noqa: E40
 DATA = ROOT / "bench" / "data"
 ALL = ["readers", "recordings", "stream", "stateful", "onemb"]
 
-#: issue 5's targets
+#: the performance targets
 TARGET_READERS = 65_000  # records/s, all three readers per record
 TARGET_REC_RATIO = 0.7
 TARGET_REC_EVENTS = 60_000

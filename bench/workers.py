@@ -1,6 +1,6 @@
 """How `reassess` scales with worker processes: wall time of `--workers 1` against `--workers 2`.
 
-Role: issue 16's benchmark (not a test). Each run is its own process, not pinned (the
+Role: the worker processes' benchmark (not a test). Each run is its own process, not pinned (the
 workers need every core); the time is the wall time of `pipelines.reassess.run` in it
 (interpreter start and the launcher's imports left out, as in `bench/run.py`; the
 workers' start is counted). Modes are alternated run by run, each figure is the median

@@ -3,7 +3,7 @@
 Reads recorded agentfootprint runs (recording envelopes, recordings, events
 arrays, JSON Lines event streams, SSE captures; gzip and zstd too), joins
 each tool call's door with the value the model read, runs the upstream
-readers per call and writes three tables (READINGS.md): `readings` (one row
+readers per call and writes three tables (docs/output.md): `readings` (one row
 per call), `dead_letters` (everything that could not be read, with a reason)
 and `runs` (where every event went).
 

@@ -6,7 +6,7 @@ Role:    the bottom layer. `transforms/read_calls` asks them per call; the
 Emits:   nothing.
 
 Every reader gives the upstream TypeScript answer, JavaScript semantics
-included (READERS.md §9); readings are frozen dataclasses whose
+included (docs/readers.md §9); readings are frozen dataclasses whose
 `to_upstream()` gives the upstream camelCase JSON shape.
 """
 

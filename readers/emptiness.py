@@ -1,6 +1,6 @@
 """The emptiness reader: did a finished tool call come back empty, and who says so.
 
-Pattern: pure reader, typed routes, first match wins (READERS.md §5).
+Pattern: pure reader, typed routes, first match wins (docs/readers.md §5).
 Role:    the ONE reader of what came back. The pipeline's `read_calls` step
          asks it twice per call — with the door the record holds, and without
          one (the standing fold's view) — and nobody re-derives a route.
@@ -70,7 +70,7 @@ class EmptinessReading(NamedTuple):
     `rows` is the JS count (an int); `counted_at` the path segments where it
     was taken; `described` the per-kind counts of a described result as
     `(kind, count)` pairs in upstream order; `key_order` the upstream key
-    order of this route (READERS.md §5a), used only by `to_upstream`.
+    order of this route (docs/readers.md §5a), used only by `to_upstream`.
     """
 
     emptiness: str
@@ -202,7 +202,7 @@ def _described(envelope: Any) -> dict | None:
 
 def _bounded(data: Any, door_bounded: bool, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> dict:
     # Iterative: find how deep the vouched-for ledgers go, read the innermost
-    # value, then re-shape outward (READERS.md §5 step 5).
+    # value, then re-shape outward (docs/readers.md §5 step 5).
     depth = 0
     while True:
         covered = read_coverage_ledger(data) if door_bounded else UNDEFINED

@@ -1,6 +1,6 @@
 """How a served result reads as evidence: `read_result` and the absence projection.
 
-Pattern: pure reader combining the served-JSON readers (READERS.md §8).
+Pattern: pure reader combining the served-JSON readers (docs/readers.md §8).
 Role:    the one reading of a result's text that the evidence index and the
          declared-sources check share upstream (`evidenceIndex.ts ·
          readResult`); here it backs the conformance harness and the

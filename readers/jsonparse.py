@@ -1,6 +1,6 @@
 """`JSON.parse`, exactly, in Python: orjson first, an exact fallback second.
 
-Pattern: one parser with a fast path and an exact path (READERS.md T3, T14).
+Pattern: one parser with a fast path and an exact path (docs/readers.md T3, T14).
 Role:    every JSON text the readers parse goes through `parse_json`; the
          pipeline parses event files with it too, so a result value reads the
          same whether it came from a file or from a string inside one.

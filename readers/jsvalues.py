@@ -1,7 +1,7 @@
 """JavaScript value semantics for the readers, in Python.
 
 Pattern: small pure helpers, no state.
-Role:    the one place where READERS.md §9's JS-vs-Python traps are settled:
+Role:    the one place where docs/readers.md §9's JS-vs-Python traps are settled:
          JS trim (T1), the four JSON spaces (T2), doubles (T4, T5), booleans
          that are not numbers (T6), JS truthiness (T9), own keys (T10),
          integer-like key order (T11) and `JSON.stringify` output (T13).

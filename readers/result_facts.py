@@ -1,4 +1,4 @@
-"""Result facts a search tool states out loud: `resolved` and `paging` (READINGS.md §5).
+"""Result facts a search tool states out loud: `resolved` and `paging` (docs/output.md §5).
 
 Pattern: two doors, one rule set — the mint raises, the reader returns None.
 Role:    the pipeline reads these off the described envelope (the door) and

@@ -1,6 +1,6 @@
 """The served-JSON readers: the JSON inside a served result that is not one JSON value.
 
-Pattern: two pure readers over the JSON grammar (READERS.md §6, §7).
+Pattern: two pure readers over the JSON grammar (docs/readers.md §6, §7).
 Role:    asked by `readers.evidence.read_result` and by the pipeline's
          `served_*` columns for a value the model read as text: notes
          appended after the JSON, several blocks, JSON cut short by a cap.

@@ -1,4 +1,4 @@
-"""Issue 14, the command line: unknown options refused, Beam's kept, `--version`, `--summary-json`,
+"""The command line: unknown options refused, Beam's kept, `--version`, `--summary-json`,
 and the `--max-dead-letter-rate` gate, through the real CLI."""
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ For any set of runs (hypothesis), written
 
 the readings are the same rows, on the pure path (`transforms.sources` →
 `transforms.calls` → `transforms.readings`, no Beam) and on the Beam path (the
-`reassess` job); every event is accounted for (READINGS.md §4); and running
+`reassess` job); every event is accounted for (docs/output.md §4); and running
 the job twice gives byte-identical files.
 
 Generated calls have one occurrence each, declarations in recording order and
-no order-dependent rules (permission checks, after-tool denies), so READINGS.md
+no order-dependent rules (permission checks, after-tool denies), so docs/output.md
 §2 gives them the same reading whether their events share a file or not.
 Each example runs the Beam job twice (~1 s each): `max_examples` is small.
 """
@@ -64,7 +64,7 @@ runs_st = st.lists(run_st, min_size=1, max_size=4)
 
 
 def run_events(n: int, calls: list[dict]) -> list[dict]:
-    """One run's event envelopes, in recording order (EVENTS.md §8)."""
+    """One run's event envelopes, in recording order (docs/events.md §8)."""
     run_id = f"run-17904{n:05d}-1"
 
     def e(kind: str, **payload) -> dict:

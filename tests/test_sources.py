@@ -602,7 +602,7 @@ def test_too_large_sse_block():
 
 
 def test_a_document_over_the_cap_is_one_too_large_dead_letter_compressed_or_not():
-    # A whole document is read up to the cap and no further (issue 14): its events are not read one by one.
+    # A whole document is read up to the cap and no further: its events are not read one by one.
     doc = orjson.dumps({"events": [event("r1"), event("r1", call="c" * 2000)], "runId": "r1"})
     for data in (doc, gzip.compress(doc), zstandard.ZstdCompressor().compress(doc)):
         source = read_document("d.json", data, max_event_bytes=1000)

@@ -241,7 +241,7 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     """`stream --source file://…` gives reassess's readings for calls read from events.
 
     The stream carries no snapshot, so committed-state calls, the redaction
-    marker and snapshot tool names are not there (EVENTS.md §7: an events-only
+    marker and snapshot tool names are not there (docs/events.md §7: an events-only
     record has no marker); events without a numeric wallClockMs have no event time.
     """
     monkeypatch.chdir(ROOT)

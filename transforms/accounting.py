@@ -1,4 +1,4 @@
-"""The `runs` table: where every input event went (READINGS.md §4).
+"""The `runs` table: where every input event went (docs/output.md §4).
 
 Pattern: pure counting over joined runs, plus a Beam-free combiner of partial counts.
 Role:    the recording path counts a whole run in one element; the event-

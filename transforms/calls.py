@@ -1,6 +1,6 @@
 """The join: a run's events (or one call id's events) → tool calls with outcome, value and door.
 
-Pattern: pure functions over `schemas.events` data (READINGS.md §2, EVENTS.md §3–§4).
+Pattern: pure functions over `schemas.events` data (docs/output.md §2, docs/events.md §3–§4).
 Role:    the one owner of "which events make a call". `transforms.join`
          runs it inside one element per recording run (no shuffle) or per
          `(run_id, tool_call_id)` group after one `GroupByKey` (event
@@ -197,7 +197,7 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
 
 
 def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tuple[str, Event]]]:
-    """Split one id's events into occurrences (READINGS.md §2 step 3)."""
+    """Split one id's events into occurrences (docs/output.md §2 step 3)."""
     if not ordered:
         if any(ev.type == TOOL_START or ev.type == TOOL_END for _, ev in items):
             return [items]
@@ -224,7 +224,7 @@ def _between(ev_file: str, index: int, call: Call) -> bool:
 
 
 def _within_call(ev_file: str, index: int, call: Call) -> bool:
-    """Between the call's start and end (READINGS.md §2 step 4); with no order (several files), any."""
+    """Between the call's start and end (docs/output.md §2 step 4); with no order (several files), any."""
     if call.start is None or call.end is None:
         return False
     start_file = call.events[0][0]
@@ -478,7 +478,7 @@ def tool_bytes_of(message: dict) -> Any:
 
 
 def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]:
-    """Calls seen only in committed state (EVENTS.md §4.2–§4.3)."""
+    """Calls seen only in committed state (docs/events.md §4.2–§4.3)."""
     snapshot = run.snapshot
     messages = _history_messages(snapshot)
     if not messages:
@@ -541,7 +541,7 @@ def classify_event(ev: Event) -> Any:
     """`CALL` (joins by its id), `NOT_NEEDED`, or `(reason, detail)` for a dead letter.
 
     Every event with a string, non-placeholder `toolCallId` joins its call's
-    group (READINGS.md §2 step 2); a bracket or declaration without one cannot.
+    group (docs/output.md §2 step 2); a bracket or declaration without one cannot.
     """
     t = ev.type
     cid = ev.payload.get("toolCallId")

@@ -1,4 +1,4 @@
-"""Read one joined call: the `readings` row (READINGS.md §2 step 6, §3, §5).
+"""Read one joined call: the `readings` row (docs/output.md §2 step 6, §3, §5).
 
 Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
 Role:    the one place a call becomes a row; `transforms.read_calls` runs it

@@ -5,10 +5,10 @@ Role:    the bottom of the pipeline. The Beam read transform and the
          plain-Python baseline call `read_source` (or `sniff_format`,
          `read_document` and `iter_lines` one by one); the join
          (`transforms.calls`) gets the `RunInput`s it makes.
-Decides: the format of each file (READINGS.md §1, EVENTS.md §6), whether each
-         element is an event envelope (EVENTS.md §1), which run it belongs to,
-         whether the run was served under a redaction policy (EVENTS.md §7),
-         and the dead-letter reason of everything else (READINGS.md §4).
+Decides: the format of each file (docs/output.md §1, docs/events.md §6), whether each
+         element is an event envelope (docs/events.md §1), which run it belongs to,
+         whether the run was served under a redaction policy (docs/events.md §7),
+         and the dead-letter reason of everything else (docs/output.md §4).
 Never:   drops an element silently (every event position of a file ends in
          exactly one `RunInput.events` or as exactly one `DeadLetter`), loads a
          JSON Lines / SSE file whole, or parses input with anything but
@@ -595,7 +595,7 @@ def _recording(doc: dict) -> _Document:
 def _identity_run_id(snapshot: Any) -> str | None:
     """A committed-state-only recording's run: `sharedState.runIdentity` (`runId`, else `conversationId`).
 
-    Never `snapshot.runId`: that is footprintjs's executor id, another namespace (EVENTS.md §1).
+    Never `snapshot.runId`: that is footprintjs's executor id, another namespace (docs/events.md §1).
     """
     state = _dict_or_empty(_dict_or_empty(snapshot).get("sharedState"))
     identity = _dict_or_empty(state.get("runIdentity"))
@@ -630,7 +630,7 @@ def _classify(doc: Any) -> _Document:
 
 
 def served_under_policy(snapshot: Any) -> bool:
-    """True when `snapshot.recorders` holds the redaction marker row (EVENTS.md §7)."""
+    """True when `snapshot.recorders` holds the redaction marker row (docs/events.md §7)."""
     recorders = snapshot.get("recorders") if type(snapshot) is dict else None
     if type(recorders) is not list:
         return False
