@@ -28,7 +28,6 @@ Run on Dataflow, reading Pub/Sub::
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 import time
@@ -49,14 +48,11 @@ from transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_
 from transforms.worker_gc import tune_gc
 
 from . import flink_state
-from .errors import failure_sentence
+from .errors import UsageError, failure_sentence
+from .inputs import expand_inputs
 from .options_check import FlagParser, OptionsError, check_beam_args
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
-
-
-class UsageError(Exception):
-    """A mistake in how the job was called."""
 
 
 class JobFailed(RuntimeError):
@@ -85,14 +81,12 @@ def parse_source(uri: str) -> tuple[str, dict]:
     raise UsageError(f"--source {uri}: use kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
 
 
-def _expand_files(pattern: str) -> list[str]:
-    if os.path.isdir(pattern):
-        return sorted(os.path.join(d, f) for d, _, fs in os.walk(pattern) for f in fs)
-    names = sorted(glob.glob(pattern, recursive=True))
-    names = [n for n in names if os.path.isfile(n)]
-    if not names:
-        raise UsageError(f"--source file://{pattern}: the pattern matches no file")
-    return names
+def _expand_files(pattern: str, output: str | None = None) -> list[str]:
+    """The files `file://GLOB` names, by the rules of `reassess --input` (`pipelines.inputs`)."""
+    try:
+        return [path for path, _size in expand_inputs([pattern], output)]
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
 def _pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
@@ -110,7 +104,7 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tupl
     source's first element (what an end marker waits on besides what was written)."""
     kind, parts = parse_source(source_uri)
     if kind == "file":
-        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"]))
+        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], args.output))
         return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
     if kind == "kafka":
         spec = KafkaSpec(

@@ -8,7 +8,7 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from bench.baseline import list_inputs
+from pipelines.inputs import expand_inputs
 from helpers import EXAMPLES, fn_api_runner, load_table
 from schemas.declarations import Declarations, load_declarations
 from schemas.events import DeadLetter, Event, RunInput, SourceFile
@@ -208,7 +208,7 @@ def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeyp
 def test_rows_become_the_same_arrow_tables_as_from_pylist():
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     rows: dict[str, list[dict]] = {"readings": [], "dead_letters": [], "runs": []}
-    for path, _size in list_inputs(str(EXAMPLES / "recordings")):
+    for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
         opened = open_source(path)
         if not isinstance(opened, SourceFile):
             continue

@@ -26,12 +26,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 
-from .accounting import RunCounts, add_counts, document_run_row, run_row
+from .accounting import RunCounts, add_counts, count_event, count_joined, counts_for, document_run_row, run_row
 from .calls import (
     CALL,
     NOT_NEEDED,
     RunFacts,
-    classify_event,
     dead_letter_of,
     join_call_events,
     join_run,
@@ -115,13 +114,7 @@ class _KeyEventFn(ArgsOnceDoFn):
     def process(self, item: tuple[str, str, Event]) -> Iterable[Any]:
         source, fmt, ev = item
         run_id = ev.run_id
-        c = self._counts.get((run_id, source))
-        if c is None:
-            c = self._counts[(run_id, source)] = RunCounts(format=fmt)
-        c.events += 1
-        if c.session_id is None:
-            c.session_id = ev.session_id
-        kind = classify_event(ev)
+        kind = count_event(counts_for(self._counts, run_id, source, fmt), ev)
         held = None
         if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
             held = encode_held(source, ev)
@@ -130,9 +123,7 @@ class _KeyEventFn(ArgsOnceDoFn):
             yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), held or encode_held(source, ev)))
             return
         if kind is NOT_NEEDED:
-            c.not_needed += 1
             return
-        c.dead_letters += 1
         self.dead.inc()
         yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
 
@@ -175,25 +166,7 @@ class _JoinCallFn(ArgsOnceDoFn):
         (run_id, call_id), held = item
         items = [decode_held(b) for b in held]
         calls = join_call_events(run_id, call_id, items, facts.get(run_id))
-        used_by_file: dict[str, int] = {}
-        for call in calls:
-            for source, _ev in call.events:
-                used_by_file[source] = used_by_file.get(source, 0) + 1
-        totals: dict[str, int] = {}
-        for source, _ev in items:
-            totals[source] = totals.get(source, 0) + 1
-        ends: dict[str, int] = {}
-        for call in calls:
-            if call.end is not None:
-                ends[call.end_file] = ends.get(call.end_file, 0) + 1
-        for source, total in totals.items():
-            used = used_by_file.get(source, 0)
-            c = self._counts.get((run_id, source))
-            if c is None:
-                c = self._counts[(run_id, source)] = RunCounts()
-            c.used += used
-            c.not_needed += total - used
-            c.tool_calls += ends.get(source, 0)
+        count_joined(self._counts, run_id, items, calls)
         if calls:
             yield CallGroup(calls)
 
