@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from helpers import load_table
 from pipelines import reassess
 from schemas.declarations import load_declarations
-from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event
+from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 from transforms import sources
 from transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
 from transforms.readings import reading_row
@@ -134,7 +134,7 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
     stream: dict[str, list[tuple[str, Event]]] = {}
     for path in sorted(str(p) for p in d.rglob("*") if p.is_file()):
         opened = sources.open_source(path)
-        if isinstance(opened, sources.SourceFile):
+        if isinstance(opened, SourceFile):
             dead += len(opened.dead_letters)
             for run in opened.runs:
                 joined = join_run(run)

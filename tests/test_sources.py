@@ -32,18 +32,12 @@ from schemas.events import (
     Event,
     SourceFile,
 )
-from transforms.sources import (
-    HEAD_BYTES,
-    SourceError,
-    check_envelope,
-    decompress,
-    iter_lines,
-    open_stream,
-    read_document,
-    read_source,
-    served_under_policy,
-    sniff_format,
-)
+from transforms.byte_streams import SourceError, decompress, open_stream
+from transforms.documents import read_document, served_under_policy
+from transforms.envelopes import check_envelope
+from transforms.lines import iter_lines
+from transforms.sniff import HEAD_BYTES, sniff_format
+from transforms.sources import read_source
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
 TURN2 = FIXTURES / "agentfootprint__turn2.recorded.EXTRACT.json"
@@ -701,7 +695,8 @@ def test_json_lines_accounting_property(lines):
 @pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
 def test_a_stream_reads_the_same_peeked_or_not(packing, size):
     """`_decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
-    from transforms.sources import _decompressing, _head
+    from transforms.byte_streams import _decompressing
+    from transforms.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
     packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]

@@ -21,7 +21,7 @@ from apache_beam.transforms.window import TimestampedValue
 from readers.jsvalues import is_js_number
 from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 
-from . import sources
+from . import envelopes, sources
 from .accounting import RunCounts, count_event, dead_letter_counts
 from .calls import CALL, NOT_NEEDED, dead_letter_of
 from .held import encode_held
@@ -70,7 +70,7 @@ def stamp_message(
     source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
 ) -> tuple[TimestampedValue, int]:
     """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, sources.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
+    return stamp(source, envelopes.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
 
 
 def _fallback(ms: Any) -> float:
