@@ -32,17 +32,16 @@ from schemas.events import (
     RunInput,
 )
 from transforms.accounting import document_run_row
+from transforms.call_types import RunFacts
 from transforms.calls import (
     CALL,
     NOT_NEEDED,
-    RunFacts,
     classify_event,
-    committed_state_calls,
     join_call_events,
     join_run,
     run_facts_from,
-    tool_bytes_of,
 )
+from transforms.committed_state import committed_state_calls, tool_bytes_of
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

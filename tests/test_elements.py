@@ -13,7 +13,7 @@ from helpers import fn_api_runner
 from pipelines import reassess
 from schemas.declarations import Declarations
 from schemas.events import DeadLetter, Event, RunInput, SourceFile
-from transforms.calls import Call
+from transforms.call_types import Call
 from transforms.elements import (
     EVENT_BYTES,
     ROW_BYTES,

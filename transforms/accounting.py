@@ -16,7 +16,8 @@ from typing import Any, Iterable
 
 from schemas.events import TOOL_END, Event, RunInput
 
-from .calls import CALL, NOT_NEEDED, Call, JoinedRun, classify_event
+from .call_types import Call, JoinedRun
+from .calls import CALL, NOT_NEEDED, classify_event
 
 __all__ = [
     "RunCounts",

@@ -18,7 +18,7 @@ from apache_beam.metrics import Metrics
 
 from schemas.declarations import Declarations
 
-from .calls import Call
+from .call_types import Call
 from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, ReadingRows, typed
 from .read import Ticker

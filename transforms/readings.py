@@ -34,7 +34,7 @@ from readers import (
 from readers.jsvalues import is_js_number, js_trim
 from readers.result_facts import paging_next_text
 
-from .calls import DOOR_VALUE, Call, is_placeholder
+from .call_types import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["reading_row", "served_columns", "READER_VERSION", "kept_out_test"]
 
