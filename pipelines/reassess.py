@@ -55,11 +55,10 @@ from transforms.worker_gc import tune_gc
 from transforms.write import WriteTables
 
 from . import output, version
-from .cached_jars import cached_job_server
+from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import display_name, expand_inputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
-from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget
 from .workers import WorkerPool, default_workers
@@ -311,7 +310,7 @@ def _run_job(
     shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
     try:
         beam_args = cached_job_server(beam_args)
-    except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
+    except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
     workers = _workers(args.workers, beam_args)

@@ -112,14 +112,14 @@ def _config(state: Path, ports: dict[str, int], slots: int) -> str:
 
 
 def _java17_flags() -> list[str]:
-    from pipelines import jars
+    from tools import jars
 
     return list(jars.JAVA17_FLAGS)
 
 
 def _lib() -> Path:
     """The cached Flink/Beam class path; fetched by `tools/fetch_jars.py` (Maven) when missing."""
-    from pipelines import jars
+    from tools import jars
 
     lib = Path(jars.default_cache_dir()) / jars.beam_spec()["name"] / "lib"
     if not (lib.parent / ".complete").is_file():
