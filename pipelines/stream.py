@@ -41,7 +41,8 @@ from schemas.declarations import Declarations, DeclarationsError, load_declarati
 from transforms import sources
 from transforms.accounting import add_counts, run_row
 from transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
-from transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ParseMessageFn, ReadFilesAsStreamFn
+from transforms.pubsub_read import ReadPubSubEvents
+from transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from transforms.stream_join import COUNT_FIXES, StatefulCallJoin
 from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
@@ -89,16 +90,6 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
         raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
-def _pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
-    from apache_beam.io.gcp.pubsub import ReadFromPubSub
-
-    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
-    uri = "pubsub://" + subscription
-    return msgs | "PubSubMessages" >> beam.Map(
-        lambda m: (uri, 0, m.data, int(m.publish_time.micros // 1000) if m.publish_time else None)
-    )
-
-
 def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
@@ -120,8 +111,8 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tupl
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
         return read["events"], read["topic"]
-    messages = _pubsub_messages(p, parts["subscription"])
-    return messages | "ParseMessages" >> beam.ParDo(ParseMessageFn(args.max_event_bytes)), messages
+    events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], args.max_event_bytes)
+    return events, events
 
 
 def build_stream(

@@ -13,8 +13,6 @@ Emits:   `SourceFile`s (main), stream events (`EVENTS`), dead-letter rows
 from __future__ import annotations
 
 import os
-import sys
-import time
 from typing import Any, Iterable
 
 import apache_beam as beam
@@ -27,56 +25,14 @@ from . import sources
 from .accounting import RunCounts
 from .dofn_base import ArgsOnceDoFn
 from .elements import typed
+from .progress import Progress
 from .worker_gc import tune_gc
 
-__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
+__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
 
 EVENTS = "events"
 DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
-
-
-class Ticker:
-    """Says when a progress line is due: at most every `every` seconds (per worker process)."""
-
-    def __init__(self, every: float = 2.0, enabled: bool = True) -> None:
-        self.every = every
-        self.enabled = enabled
-        self._last = time.monotonic()
-
-    def due(self) -> bool:
-        """True (once per period) when a line should be printed now."""
-        now = time.monotonic()
-        if self.enabled and now - self._last >= self.every:
-            self._last = now
-            return True
-        return False
-
-    @staticmethod
-    def say(line: str) -> None:
-        """Print one progress line to stderr."""
-        sys.stderr.write(f"footprint-audit: {line}\n")
-        sys.stderr.flush()
-
-
-class Progress:
-    """Files, events and bytes read so far, as a progress line now and then."""
-
-    def __init__(self, total_files: int, every: float = 2.0, enabled: bool = True) -> None:
-        self.total_files = total_files
-        self.ticker = Ticker(every, enabled)
-        self.files = 0
-        self.events = 0
-        self.bytes = 0
-
-    def add(self, files: int = 0, events: int = 0, nbytes: int = 0) -> None:
-        self.files += files
-        self.events += events
-        self.bytes += nbytes
-        if self.ticker.due():
-            self.ticker.say(
-                f"read {self.files}/{self.total_files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB"
-            )
 
 
 class _ReadFileFn(ArgsOnceDoFn):

@@ -21,7 +21,7 @@ from schemas.declarations import Declarations
 from .call_types import Call
 from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, ReadingRows, typed
-from .read import Ticker
+from .progress import Ticker
 from .readings import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
