@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,6 +28,8 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from schemas.tables import TABLES
+
+from .report_summary import Row, Summary
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
@@ -58,26 +59,8 @@ MAX_LISTED = 50
 #: How many calls the HTML page lists under its charts.
 MAX_HTML_CALLS = 5000
 
-Row = dict[str, Any]
-
-
 class ReportError(Exception):
     """A problem the user can fix, told in one sentence (exit code 2)."""
-
-
-@dataclass
-class Summary:
-    """Everything the report shows, as the views returned it."""
-
-    out_dir: Path
-    totals: Row
-    tools: list[Row]
-    unknown_reasons: dict[str, list[tuple[str, int]]]
-    disagreements: list[Row]
-    timeline: list[Row]
-    runs: Row
-    dead_letter_reasons: list[Row]
-    calls: list[Row] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ input

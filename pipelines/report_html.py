@@ -1,6 +1,6 @@
 """The self-contained HTML page of `footprint-audit report --html FILE`.
 
-Role:  turns a `pipelines.report.Summary` into one HTML file that needs no
+Role:  turns a `pipelines.report_summary.Summary` into one HTML file that needs no
        network: inline CSS, inline SVG charts drawn here, and a little inline
        JavaScript. It shows stacked bars of emptiness and of outcomes per tool
        (worst first), readings over time per emptiness, the door
@@ -16,10 +16,9 @@ from __future__ import annotations
 import html
 import math
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-if TYPE_CHECKING:
-    from pipelines.report import Row, Summary
+from .report_summary import Row, Summary
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {
