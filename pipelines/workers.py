@@ -268,7 +268,8 @@ class WorkerPool:
 
 def _worker_env() -> dict[str, str]:
     """A spawned worker's environment: the launcher's, with the project importable."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    top = sys.modules[(__package__ or "pipelines").split(".")[0]]  # the project's top-level package
+    root = os.path.dirname(os.path.dirname(os.path.abspath(top.__file__ or "")))
     path = os.environ.get("PYTHONPATH", "")
     return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
 
