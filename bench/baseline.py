@@ -5,7 +5,7 @@ same input with the same pure functions the pipeline uses —
 `transforms.sources.open_source` (bytes → events), `transforms.calls.join_run`
 (recording runs, in place) and `classify_event` + `join_call_events` (event
 streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
-pipeline's side input makes them), `transforms.readings.reading_row` (call →
+pipeline's side input makes them), `transforms.reading_rows.reading_row` (call →
 row), and pyarrow with `schemas.tables` (sorted, sharded, zstd Parquet, as
 `transforms.write` lays them out) — so its tables equal the Beam job's.
 
@@ -51,7 +51,7 @@ from transforms.calls import (  # noqa: E402
     join_run,
     run_facts_from,
 )
-from transforms.readings import reading_row  # noqa: E402
+from transforms.reading_rows import reading_row  # noqa: E402
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from transforms.worker_gc import tune_gc  # noqa: E402
 from transforms.write import part_name, rows_to_arrow, shard_of, sort_rows  # noqa: E402

@@ -6,7 +6,7 @@ realistic tool results (`bench/corpus.py`) it times, per record,
 * `read_emptiness(value, rows_at=..., door=...)`,
 * `leading_json_values(text)`,
 * `json_prefix_of(text)`,
-* all three on the same record (what `read_calls` does per call),
+* all three on the same record (what `transforms/apply_readers.py` does per call),
 
 each as the median of `--runs` runs (default 5), and then the conformance CLI
 `python -m readers.cases` over `--cases` cases (default 100,000, made by

@@ -39,7 +39,7 @@ def _imports():
         read_resolved,
         read_result,
     )
-    from transforms.readings import served_columns
+    from transforms.reading_rows import served_columns
 
     return locals()
 

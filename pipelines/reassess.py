@@ -45,10 +45,10 @@ from apache_beam.transforms.environments import ExternalEnvironment
 
 from schemas.declarations import Declarations, DeclarationsError, load_declarations
 from transforms import join as join_mod
-from transforms import read as read_mod
-from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
-from transforms.read import ReadInputFiles
-from transforms.read_calls import ReadCalls
+from transforms import input_files as read_mod
+from transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from transforms.input_files import ReadInputFiles
+from transforms.apply_readers import ApplyReaders
 from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from transforms.worker_gc import tune_gc
@@ -146,19 +146,19 @@ def build_pipeline(
     documents = read["documents"]
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
 
-    keyed = read[read_mod.EVENTS] | "KeyStreamEvents" >> KeyStreamEvents()
-    joined_stream = keyed[join_mod.KEYED] | "JoinEventStream" >> JoinEventStream(keyed[join_mod.FACTS])
+    keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
+    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> JoinLineEvents(keyed[join_mod.FACTS])
     stream_runs = (
         (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
         | "AllStreamCounts" >> beam.Flatten()
-        | "StreamRunRows" >> StreamRunRows()
+        | "LineRunRows" >> LineRunRows()
     )
 
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
     readings = (
-        joined_docs["calls"] | "ReadCalls" >> ReadCalls(declarations, progress=progress),
-        joined_stream["calls"] | "ReadStreamCalls" >> ReadCalls(declarations, progress=progress),
+        joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
+        joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
     )
     dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     runs = (joined_docs[join_mod.RUNS], stream_runs)

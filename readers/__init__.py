@@ -1,7 +1,7 @@
 """footprint-audit's pure readers: the upstream agentfootprint readers, ported exactly.
 
 Pattern: pure readers (no Beam, no I/O, no clock; standard library + orjson).
-Role:    the bottom layer. `transforms/read_calls` asks them per call; the
+Role:    the bottom layer. `transforms/apply_readers` asks them per call; the
          conformance harness (`python -m readers.cases`) asks them per case.
 Emits:   nothing.
 

@@ -1,7 +1,7 @@
 """The emptiness reader: did a finished tool call come back empty, and who says so.
 
 Pattern: pure reader, typed routes, first match wins (docs/readers.md §5).
-Role:    the ONE reader of what came back. The pipeline's `read_calls` step
+Role:    the ONE reader of what came back. The pipeline's `apply_readers` step
          asks it twice per call — with the door the record holds, and without
          one (the standing fold's view) — and nobody re-derives a route.
 Emits:   nothing; no I/O, no clock, no Beam.

@@ -15,8 +15,8 @@ from schemas.declarations import Declarations
 from transforms import dofn_base
 from transforms.dofn_base import ArgsOnceDoFn
 from transforms.join import _JoinCallFn, _JoinDocumentFn, _KeyEventFn
-from transforms.read import _ReadFileFn
-from transforms.read_calls import _ReadCallFn
+from transforms.input_files import _ReadFileFn
+from transforms.apply_readers import _ApplyReadersFn
 from transforms.stream_join import _StatefulJoinFn
 from transforms.write import _BatchRowsFn, _WriteShardFn
 
@@ -27,7 +27,7 @@ def _instances() -> list[ArgsOnceDoFn]:
         _JoinDocumentFn(),
         _KeyEventFn(),
         _JoinCallFn(),
-        _ReadCallFn(Declarations({}), "v"),
+        _ApplyReadersFn(Declarations({}), "v"),
         _BatchRowsFn("readings", 2),
         _WriteShardFn("/tmp/x", {"readings": 1}),
         _StatefulJoinFn(Declarations({}), 1000, 1000, "v"),

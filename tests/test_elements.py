@@ -25,7 +25,7 @@ from transforms.elements import (
     typed,
 )
 from transforms.join import JoinRecordingRuns
-from transforms.read_calls import ReadCalls
+from transforms.apply_readers import ApplyReaders
 
 
 class _Unpicklable:
@@ -83,8 +83,8 @@ def test_the_job_gives_its_main_outputs_these_coders(type_check):
     assert coder_of("ReadEachFile/ParDo(_ReadFileFn).None").endswith(b"SourceFileCoder")
     assert coder_of("JoinEachRun/ParDo(_JoinDocumentFn).None").endswith(b"CallGroupCoder")
     assert coder_of("JoinCall/ParDo(_JoinCallFn).None").endswith(b"CallGroupCoder")
-    assert coder_of("ReadCalls/ReadEachCall.None").endswith(b"ReadingRowsCoder")
-    assert coder_of("ReadStreamCalls/ReadEachCall.None").endswith(b"ReadingRowsCoder")
+    assert coder_of("ApplyReaders/ReadEachCall.None").endswith(b"ReadingRowsCoder")
+    assert coder_of("ApplyReadersToLineCalls/ReadEachCall.None").endswith(b"ReadingRowsCoder")
 
 
 def _unpicklable_source(_: object) -> SourceFile:
@@ -101,7 +101,7 @@ def test_beam_samples_the_sizes_of_elements_it_could_not_pickle():
     with TestPipeline(runner=fn_api_runner()) as p:
         files = typed(p | beam.Create([None]) | beam.Map(_unpicklable_source), SourceFile)
         joined = files | JoinRecordingRuns()
-        rows = joined["calls"] | ReadCalls(Declarations({}))
+        rows = joined["calls"] | ApplyReaders(Declarations({}))
         assert_that(
             rows | beam.Map(lambda rs: (type(rs).__name__, [(r["tool_call_id"], r["outcome"]) for r in rs])),
             equal_to([("ReadingRows", [("c1", "unknown"), ("c0", "ran")])]),

@@ -6,7 +6,7 @@ For any set of runs (hypothesis), written
   lines spread over any number of files (each file keeping the order it got),
 
 the readings are the same rows, on the pure path (`transforms.sources` →
-`transforms.calls` → `transforms.readings`, no Beam) and on the Beam path (the
+`transforms.calls` → `transforms.reading_rows`, no Beam) and on the Beam path (the
 `reassess` job); every event is accounted for (docs/output.md §4); and running
 the job twice gives byte-identical files.
 
@@ -33,7 +33,7 @@ from schemas.declarations import load_declarations
 from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 from transforms import sources
 from transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
-from transforms.readings import reading_row
+from transforms.reading_rows import reading_row
 
 NOT_COMPARED = {"reader_version", "emitted_at"}
 WHERE = {"source_file", "event_index"}  # where a reading came from: depends on how runs were filed

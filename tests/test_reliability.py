@@ -471,7 +471,7 @@ def test_a_directory_given_as_the_input_that_holds_nothing_is_one_sentence(tmp_p
 def test_a_wall_clock_past_year_9999_is_a_null_ended_at_not_a_crash():
     from schemas.events import Event
     from transforms.calls import join_call_events
-    from transforms.readings import reading_row
+    from transforms.reading_rows import reading_row
 
     for ms in (253402300800000, 1e15, -1e15, 8.64e15):
         end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": []}, {"runId": "r", "wallClockMs": ms})
@@ -485,7 +485,7 @@ def test_a_lone_surrogate_inside_a_result_text_is_written():
     from schemas.events import Event
     from schemas.tables import TABLES
     from transforms.calls import join_call_events
-    from transforms.readings import reading_row
+    from transforms.reading_rows import reading_row
 
     # The event itself is clean UTF-8: the surrogate is an escape inside the result *text*.
     end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": '["\\ud800", 1'}, {"runId": "r"})

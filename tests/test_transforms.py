@@ -14,14 +14,14 @@ from schemas.declarations import Declarations, load_declarations
 from schemas.events import DeadLetter, Event, RunInput, SourceFile
 from schemas.tables import TABLES
 from transforms import join as join_mod
-from transforms import read as read_mod
+from transforms import input_files as read_mod
 from transforms import write as write_mod
 from transforms.accounting import document_run_row
 from transforms.calls import join_run
-from transforms.join import JoinEventStream, JoinRecordingRuns, KeyStreamEvents, StreamRunRows
-from transforms.read import ReadInputFiles
-from transforms.read_calls import ReadCalls
-from transforms.readings import reading_row
+from transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from transforms.input_files import ReadInputFiles
+from transforms.apply_readers import ApplyReaders
+from transforms.reading_rows import reading_row
 from transforms.sources import open_source
 from transforms.write import WriteTable, rows_to_arrow
 
@@ -114,14 +114,14 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
         ("b.jsonl", "event-stream", ev(2, "stream.tool_end", None, result=[])),
     ]
     with pipeline() as p:
-        keyed = p | beam.Create(items) | KeyStreamEvents()
-        joined = keyed[join_mod.KEYED] | JoinEventStream(keyed[join_mod.FACTS])
+        keyed = p | beam.Create(items) | KeyLineEvents()
+        joined = keyed[join_mod.KEYED] | JoinLineEvents(keyed[join_mod.FACTS])
         assert_that(
             joined["calls"] | "C" >> beam.Map(lambda calls: [(c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration) for c in calls]),
             equal_to([[("c1", 1, "ran", True, "b.jsonl", 1)]]),  # one tuple per call id
             label="calls",
         )
-        rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | StreamRunRows()
+        rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | LineRunRows()
         assert_that(
             rows | "R" >> beam.Map(lambda r: (r["source_file"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])),
             equal_to([("a.jsonl", 2, 2, 0, 0, 0), ("b.jsonl", 3, 1, 1, 1, 1)]),
@@ -151,7 +151,7 @@ def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
     other = ev(3, "stream.tool_end", "c2", result=[])
     lone = join_run(RunInput("run-1", "g.json", "events-array", events=[other])).calls[0]
     with pipeline() as p:
-        lists = p | beam.Create([tuple(calls), lone]) | ReadCalls(decl, reader_version="test")
+        lists = p | beam.Create([tuple(calls), lone]) | ApplyReaders(decl, reader_version="test")
         assert_that(
             lists | beam.Map(lambda rows: [(r["tool_call_id"], r["emptiness"], r["rows"], r["rows_source"], r["rows_at"], r["counted_at"], r["reader_version"]) for r in rows]),
             equal_to([

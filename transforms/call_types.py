@@ -2,7 +2,7 @@
 
 Pattern: dataclasses and small pure value helpers; no I/O, no Beam.
 Role:    shared by the join (`transforms.calls`), the outcome rules (`transforms.outcome`),
-         committed-state calls (`transforms.committed_state`) and the reading (`transforms.readings`).
+         committed-state calls (`transforms.committed_state`) and the reading (`transforms.reading_rows`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Role:    Beam samples the size of the elements passing between steps (its
          element by pickling it: a recording file's whole parsed content, or
          every call of a run, a few dozen times per step. The coders here
          encode exactly as Beam's fallback does (pickle) but estimate a size
-         from what the element holds, without encoding it. `transforms.read`,
+         from what the element holds, without encoding it. `transforms.input_files`,
          `.join` and `.read_calls` declare their main outputs with these types.
 Emits:   nothing; no I/O.
 """
@@ -56,7 +56,7 @@ class CallGroup(tuple):
 
 
 class ReadingRows(list):
-    """The `readings` rows of one group of calls, in order (a list of row dicts): `ReadCalls`' output."""
+    """The `readings` rows of one group of calls, in order (a list of row dicts): `ApplyReaders`' output."""
 
     __slots__ = ()
 

@@ -3,7 +3,7 @@
 Pattern: composite `PTransform`s around the pure join (`transforms.calls`).
 Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          element (a recording holds its runs whole: no shuffle);
-         `KeyStreamEvents` + `JoinEventStream` key JSON Lines / SSE events by
+         `KeyLineEvents` + `JoinLineEvents` key JSON Lines / SSE events by
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
@@ -42,9 +42,9 @@ from .held import decode_held, encode_held
 
 __all__ = [
     "JoinRecordingRuns",
-    "KeyStreamEvents",
-    "JoinEventStream",
-    "StreamRunRows",
+    "KeyLineEvents",
+    "JoinLineEvents",
+    "LineRunRows",
     "RUNS",
     "DEAD_LETTERS",
     "COUNTS",
@@ -138,7 +138,7 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
         yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, [GlobalWindow()]))
 
 
-class KeyStreamEvents(beam.PTransform):
+class KeyLineEvents(beam.PTransform):
     """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, held event), `DEAD_LETTERS`,
     `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
 
@@ -175,7 +175,7 @@ class _JoinCallFn(ArgsOnceDoFn):
         self._counts = {}
 
 
-class JoinEventStream(beam.PTransform):
+class JoinLineEvents(beam.PTransform):
     """Keyed stream events + run facts → calls (main: one tuple per call id) and partial counts (`COUNTS`)."""
 
     def __init__(self, facts: beam.PCollection) -> None:
@@ -199,13 +199,13 @@ class JoinEventStream(beam.PTransform):
         return outputs
 
 
-def _stream_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
+def _line_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
     (run_id, source), parts = item
     counts = add_counts(parts)
     return run_row(run_id, source, counts.format or "event-stream", counts)
 
 
-class StreamRunRows(beam.PTransform):
+class LineRunRows(beam.PTransform):
     """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file.
 
     The steps that make counts add them up per bundle first, so the partials are
@@ -217,5 +217,5 @@ class StreamRunRows(beam.PTransform):
         return (
             counts
             | "GroupCounts" >> beam.GroupByKey()
-            | "RunRow" >> beam.Map(_stream_run_row)
+            | "RunRow" >> beam.Map(_line_run_row)
         )

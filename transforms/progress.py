@@ -1,7 +1,7 @@
 """Progress lines on stderr while a batch job reads: files, events and bytes so far, calls read.
 
 Pattern: two small classes, no Beam.
-Role:    the reading steps (`ReadInputFiles`, `ReadCalls`) print a line at most every few
+Role:    the reading steps (`ReadInputFiles`, `ApplyReaders`) print a line at most every few
          seconds per worker process, unless `--no-progress`.
 """
 

@@ -3,7 +3,7 @@
 Pattern: a stateful `DoFn` keyed by `(run_id, tool_call_id)`, inside one composite `PTransform`.
 Role:    the streaming twin of `transforms.join`: the same pure join
          (`transforms.calls.join_call_events`) and the same reading
-         (`transforms.readings.reading_row`), run when a call is complete
+         (`transforms.reading_rows.reading_row`), run when a call is complete
          enough, on events that arrive out of order and more than once.
 Emits:   `readings` rows (main; `revision`, `emitted_at` filled), dead-letter rows
          (`DEAD_LETTERS`) and run-count corrections (`COUNT_FIXES`).
@@ -72,7 +72,7 @@ from schemas.events import (
 from .accounting import moved_counts
 from .calls import join_call_events
 from .held import decode_held
-from .readings import READER_VERSION, reading_row
+from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
 __all__ = ["StatefulCallJoin", "DEAD_LETTERS", "COUNT_FIXES", "event_order", "content_key", "order_call_events"]

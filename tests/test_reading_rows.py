@@ -1,4 +1,4 @@
-"""Unit tests of `transforms.readings` (no Beam): one joined call → its `readings` row.
+"""Unit tests of `transforms.reading_rows` (no Beam): one joined call → its `readings` row.
 
 What is pinned here (docs/output.md §2 step 6, §3, §5; docs/events.md §4, §5.7, §7):
 
@@ -33,7 +33,7 @@ from schemas.declarations import Declarations
 from schemas.events import Event, RunInput
 from schemas.tables import READINGS
 from transforms.calls import join_run
-from transforms.readings import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
+from transforms.reading_rows import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

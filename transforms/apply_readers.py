@@ -1,6 +1,6 @@
 """Beam: calls → readings rows, through the pure readers.
 
-Pattern: one composite `PTransform` around `transforms.readings.reading_row`.
+Pattern: one composite `PTransform` around `transforms.reading_rows.reading_row`.
 Role:    the only step that asks `readers/`; the declarations (each tool's
          `rowsAt`) are handed in once, never read from events.
 Takes:   calls in groups, as the joins make them (a `CallGroup` per run or per call
@@ -22,16 +22,16 @@ from .call_types import Call
 from .dofn_base import ArgsOnceDoFn
 from .elements import CallGroup, ReadingRows, typed
 from .progress import Ticker
-from .readings import READER_VERSION, reading_row
+from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
-__all__ = ["ReadCalls"]
+__all__ = ["ApplyReaders"]
 
 #: Seconds between progress lines on stderr (per worker process).
 PROGRESS_EVERY = 2.0
 
 
-class _ReadCallFn(ArgsOnceDoFn):
+class _ApplyReadersFn(ArgsOnceDoFn):
     def __init__(self, declarations: Declarations, reader_version: str, progress: bool = True) -> None:
         self.declarations = declarations
         self.reader_version = reader_version
@@ -59,7 +59,7 @@ class _ReadCallFn(ArgsOnceDoFn):
         self._counted = self._n
 
 
-class ReadCalls(beam.PTransform):
+class ApplyReaders(beam.PTransform):
     """Groups of calls → one list of `readings` rows per group (a row per call, in order)."""
 
     def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION, progress: bool = False) -> None:
@@ -69,6 +69,6 @@ class ReadCalls(beam.PTransform):
         self.progress = progress
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
-        read = _ReadCallFn(self.declarations, self.reader_version, self.progress)
+        read = _ApplyReadersFn(self.declarations, self.reader_version, self.progress)
         rows = calls | "ReadEachCall" >> beam.ParDo(read)
         return typed(rows, ReadingRows)

@@ -1,7 +1,7 @@
 """Read one joined call: the `readings` row (docs/output.md §2 step 6, §3, §5).
 
 Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
-Role:    the one place a call becomes a row; `transforms.read_calls` runs it
+Role:    the one place a call becomes a row; `transforms.apply_readers` runs it
          in Beam, the plain-Python baseline and the streaming join run it too.
 Emits:   nothing; no I/O, no Beam.
 
