@@ -19,8 +19,7 @@ from apache_beam.metrics import Metrics
 from schemas.declarations import Declarations
 
 from .call_types import Call
-from .dofn_base import ArgsOnceDoFn
-from .elements import CallGroup, ReadingRows, typed
+from .elements import CallGroup, ReadingRows
 from .progress import Ticker
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
@@ -31,7 +30,7 @@ __all__ = ["ApplyReaders"]
 PROGRESS_EVERY = 2.0
 
 
-class _ApplyReadersFn(ArgsOnceDoFn):
+class _ApplyReadersFn(beam.DoFn):
     def __init__(self, declarations: Declarations, reader_version: str, progress: bool = True) -> None:
         self.declarations = declarations
         self.reader_version = reader_version
@@ -70,5 +69,4 @@ class ApplyReaders(beam.PTransform):
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
         read = _ApplyReadersFn(self.declarations, self.reader_version, self.progress)
-        rows = calls | "ReadEachCall" >> beam.ParDo(read)
-        return typed(rows, ReadingRows)
+        return calls | "ReadEachCall" >> beam.ParDo(read).with_output_types(ReadingRows)

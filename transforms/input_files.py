@@ -23,8 +23,7 @@ from schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
-from .dofn_base import ArgsOnceDoFn
-from .elements import typed
+from . import elements  # noqa: F401  (registers the elements' coders)
 from .progress import Progress
 from .worker_gc import tune_gc
 
@@ -35,7 +34,7 @@ DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
 
 
-class _ReadFileFn(ArgsOnceDoFn):
+class _ReadFileFn(beam.DoFn):
     def __init__(
         self, max_event_bytes: int, total_files: int, progress: bool, local_paths: dict[str, str] | None = None
     ) -> None:
@@ -108,9 +107,8 @@ class ReadInputFiles(beam.PTransform):
         self.local_paths = dict(local_paths or {})
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
-        outputs = paths | "ReadEachFile" >> beam.ParDo(
-            _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
-        ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
-        typed(outputs["documents"], SourceFile)
-        return outputs
+        read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
+        return paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
+            EVENTS, DEAD_LETTERS, COUNTS, main="documents"
+        )
 

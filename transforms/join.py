@@ -36,8 +36,7 @@ from .calls import (
     join_run,
     run_facts_from,
 )
-from .dofn_base import ArgsOnceDoFn
-from .elements import CallGroup, typed
+from .elements import CallGroup
 from .held import decode_held, encode_held
 
 __all__ = [
@@ -59,7 +58,7 @@ FACTS = "facts"
 KEYED = "keyed"
 
 
-class _JoinDocumentFn(ArgsOnceDoFn):
+class _JoinDocumentFn(beam.DoFn):
     """One recording file's runs → each run's calls (a `CallGroup`), then the file's `runs` rows (one list)
     and its dead letters (one list: the runs', the join's, the file's)."""
 
@@ -94,12 +93,11 @@ class JoinRecordingRuns(beam.PTransform):
     one list of `runs` rows (`RUNS`) and one list of dead-letter rows (`DEAD_LETTERS`)."""
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
-        outputs = files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(RUNS, DEAD_LETTERS, main="calls")
-        typed(outputs["calls"], CallGroup)
-        return outputs
+        join = beam.ParDo(_JoinDocumentFn()).with_output_types(CallGroup)
+        return files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls")
 
 
-class _KeyEventFn(ArgsOnceDoFn):
+class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -153,7 +151,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     return run_id, run_facts_from(map(decode_held, held))
 
 
-class _JoinCallFn(ArgsOnceDoFn):
+class _JoinCallFn(beam.DoFn):
     """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -191,11 +189,10 @@ class JoinLineEvents(beam.PTransform):
         outputs = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()
-            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts)).with_outputs(
-                COUNTS, main="calls"
-            )
+            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts))
+            .with_output_types(CallGroup)
+            .with_outputs(COUNTS, main="calls")
         )
-        typed(outputs["calls"], CallGroup)
         return outputs
 
 

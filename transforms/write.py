@@ -42,7 +42,6 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas.tables import SORT_KEYS, TABLES
 
-from .dofn_base import ArgsOnceDoFn
 
 __all__ = [
     "WriteTable",
@@ -149,7 +148,7 @@ def ipc_to_table(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
-class _BatchRowsFn(ArgsOnceDoFn):
+class _BatchRowsFn(beam.DoFn):
     """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`:
     every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
@@ -227,7 +226,7 @@ def without_copies(table: str, arrow: pa.Table, copies: list[tuple[str, str]]) -
     return arrow
 
 
-class _WriteShardFn(ArgsOnceDoFn):
+class _WriteShardFn(beam.DoFn):
     def __init__(self, directory: str, shards: dict[str, int]) -> None:
         self.directory = directory
         self.shards = shards
