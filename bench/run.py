@@ -271,7 +271,7 @@ def spawn(kind: str, cpu: int, **kw: Any) -> dict:
     out, err = proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} failed ({proc.returncode}):\n{err.decode()[-3000:]}")
-    line = next(l for l in out.decode().splitlines() if l.startswith("RESULT "))
+    line = next(s for s in out.decode().splitlines() if s.startswith("RESULT "))
     res = json.loads(line[len("RESULT "):])
     res["peak_rss"] = max(peak, res.get("hwm", 0))
     res["wall"] = time.perf_counter() - t0

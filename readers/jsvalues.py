@@ -246,7 +246,7 @@ def _is_array_index(key: str) -> bool:
     )
 
 
-def js_ordered_keys(obj: dict) -> list:
+def js_ordered_keys(obj: dict[str, Any]) -> list[Any]:
     """Own keys in JS enumeration order (T11): array indices first, ascending."""
     keys = list(obj)
     idx = [k for k in keys if k[:1].isdigit() and _is_array_index(k)]
@@ -269,7 +269,7 @@ _ESCAPES = {
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 
 
-def _escape_char(m: re.Match) -> str:
+def _escape_char(m: re.Match[str]) -> str:
     ch = m.group(0)
     esc = _ESCAPES.get(ch)
     if esc is not None:

@@ -131,7 +131,7 @@ class ValueDeclaration:
     bounded: bool
     gap: bool
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape: `{absent, bounded, gap}`, in that order."""
         return {"absent": self.absent, "bounded": self.bounded, "gap": self.gap}
 

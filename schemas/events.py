@@ -86,8 +86,8 @@ class Event:
 
     index: int
     type: str
-    payload: dict
-    meta: dict
+    payload: dict[str, Any]
+    meta: dict[str, Any]
 
     @property
     def run_id(self) -> str | None:
@@ -120,7 +120,7 @@ class DeadLetter:
     detail: str
     raw: bytes | str
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, Any]:
         """The `dead_letters` table row (raw cut to 64 KiB, invalid UTF-8 replaced)."""
         raw = self.raw
         if isinstance(raw, str):
@@ -150,7 +150,7 @@ class RunInput:
     format: str
     events: list[Event] = field(default_factory=list)
     session_id: str | None = None
-    snapshot: dict | None = None
+    snapshot: dict[str, Any] | None = None
     dropped_events: int | None = None
     complete: bool | None = None
     served_under_policy: bool = False

@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             if not info["running"]:
                 print(f"flink cluster: not running ({state})")
                 return 1
-            print(f"flink cluster: running; " + " ".join(info["flags"]) + f" --workers {info['slots']}")
+            print("flink cluster: running; " + " ".join(info["flags"]) + f" --workers {info['slots']}")
     except (ClusterError, RuntimeError) as exc:
         print(f"flink_cluster: {exc}", file=sys.stderr)
         return 2
