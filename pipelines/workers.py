@@ -11,8 +11,7 @@ What this pool does differently from `worker_pool_main`: its workers are made wh
 the pool is, before the job is built, not when the runner asks; the runner's request
 only tells a waiting worker where to connect. Beam's pool (and the local runner's
 `multi_processing` mode) starts a new interpreter per worker, which imports Beam,
-pyarrow and the project again: about 0.8 s of CPU per worker, half of what a 100 MB
-job costs (bench/README.md). Here, when the launcher runs no other thread yet (a
+pyarrow and the project again (bench/README.md, "Worker processes"). Here, when the launcher runs no other thread yet (a
 `footprint-audit` process: the pool is made before Beam starts any), each worker is
 `fork()`ed from it with everything imported. Otherwise (a test session or a library
 caller that already ran Beam, whose gRPC threads a fork would not carry over) each
