@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from schemas.declarations import load_declarations  # noqa: E402
-from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
-from pipelines.inputs import expand_inputs  # noqa: E402
-from transforms.accounting import (  # noqa: E402
+from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
+from footprint_audit.pipelines.inputs import expand_inputs  # noqa: E402
+from footprint_audit.transforms.accounting import (  # noqa: E402
     RunCounts,
     add_counts,
     count_event,
@@ -42,7 +42,7 @@ from transforms.accounting import (  # noqa: E402
     document_run_row,
     run_row,
 )
-from transforms.calls import (  # noqa: E402
+from footprint_audit.transforms.calls import (  # noqa: E402
     CALL,
     NOT_NEEDED,
     RunFacts,
@@ -51,10 +51,10 @@ from transforms.calls import (  # noqa: E402
     join_run,
     run_facts_from,
 )
-from transforms.reading_rows import reading_row  # noqa: E402
-from transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
-from transforms.worker_gc import tune_gc  # noqa: E402
-from transforms.write import part_name, rows_to_arrow, shard_of, sort_rows  # noqa: E402
+from footprint_audit.transforms.reading_rows import reading_row  # noqa: E402
+from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
+from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
+from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_rows  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs"]
 

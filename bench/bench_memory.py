@@ -7,7 +7,7 @@ Three measurements, each on generated input (written under --work, removed after
 1. `transforms.lines` alone (tracemalloc peak of Python allocations) streaming
    one JSON Lines file of N MB with `iter_lines`, only counting the items: bounded by
    the longest line, not by the file.
-2. The real CLI (`python -m pipelines.cli reassess`, Beam's local runner) on one
+2. The real CLI (`python -m footprint_audit.pipelines.cli reassess`, Beam's local runner) on one
    JSON Lines file of N MB: peak RSS of the process tree (psutil, polled every 50 ms).
    What grows with N is the runner's shuffle of the keyed events, not the reading.
 3. The real CLI on a run whose calls each return a 1 MB result (recording and JSON
@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
 
 import psutil  # noqa: E402
 
-from schemas.events import FORMAT_EVENT_STREAM  # noqa: E402
-from transforms import lines  # noqa: E402
+from footprint_audit.schemas.events import FORMAT_EVENT_STREAM  # noqa: E402
+from footprint_audit.transforms import lines  # noqa: E402
 
 MB = 1 << 20
 
@@ -98,7 +98,7 @@ def reader_peak(path: Path) -> tuple[float, int, float]:
 
 def cli_peak(inp: Path, out: Path, *extra: str) -> tuple[float, float, int]:
     """(peak RSS MB of the process tree, seconds, exit code) of one `reassess` run."""
-    cmd = [sys.executable, "-m", "pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
            "--no-progress", "--quiet", *extra]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -9,7 +9,7 @@ realistic tool results (`bench/corpus.py`) it times, per record,
 * all three on the same record (what `transforms/apply_readers.py` does per call),
 
 each as the median of `--runs` runs (default 5), and then the conformance CLI
-`python -m readers.cases` over `--cases` cases (default 100,000, made by
+`python -m footprint_audit.readers.cases` over `--cases` cases (default 100,000, made by
 repeating the three conformance files), end to end in a subprocess. It prints a
 table; `--profile` adds a cProfile of the "all three" loop (top functions by
 own time). The process is pinned to one CPU when the OS allows it.
@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.corpus import Record, describe, make_corpus  # noqa: E402
-from readers import json_prefix_of, leading_json_values, read_emptiness  # noqa: E402
+from footprint_audit.readers import json_prefix_of, leading_json_values, read_emptiness  # noqa: E402
 
 CONFORMANCE = ROOT / "tests" / "data" / "conformance"
 TS_REFERENCE_ALL_THREE = 65_000  # records/s, upstream TypeScript readers, one core
@@ -111,7 +111,7 @@ def conformance_lines() -> list[bytes]:
 
 
 def time_cases_cli(n_cases: int, runs: int) -> tuple[list[float], int]:
-    """Seconds for `python -m readers.cases` over `n_cases` cases (repeated files)."""
+    """Seconds for `python -m footprint_audit.readers.cases` over `n_cases` cases (repeated files)."""
     base = conformance_lines()
     lines = (base * (n_cases // len(base) + 1))[:n_cases]
     env = dict(os.environ)
@@ -124,7 +124,7 @@ def time_cases_cli(n_cases: int, runs: int) -> tuple[list[float], int]:
         for _ in range(runs):
             with cases.open("rb") as stdin, answers.open("wb") as stdout:
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "readers.cases"], stdin=stdin, stdout=stdout, cwd=ROOT, env=env, check=True)
+                subprocess.run([sys.executable, "-m", "footprint_audit.readers.cases"], stdin=stdin, stdout=stdout, cwd=ROOT, env=env, check=True)
                 out.append(time.perf_counter() - t0)
         answered = sum(1 for _ in answers.open("rb"))
     return out, answered
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases > 0:
         secs, answered = time_cases_cli(args.cases, args.cases_runs)
         med = statistics.median(secs)
-        print(f"\npython -m readers.cases: {answered:,} cases in {med:.2f}s "
+        print(f"\npython -m footprint_audit.readers.cases: {answered:,} cases in {med:.2f}s "
               f"(median of {len(secs)}; {answered / med:,.0f} cases/s, incl. interpreter start)")
 
     if args.profile:

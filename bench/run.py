@@ -85,7 +85,7 @@ def _worker_readers(args: argparse.Namespace) -> dict:
 
 def _worker_baseline(args: argparse.Namespace) -> dict:
     from bench.baseline import BYTES_PER_SHARD, list_inputs, run_baseline
-    from schemas.declarations import load_declarations
+    from footprint_audit.schemas.declarations import load_declarations
     import math
 
     inputs = list_inputs(args.input)
@@ -98,7 +98,7 @@ def _worker_baseline(args: argparse.Namespace) -> dict:
 
 
 def _worker_beam(args: argparse.Namespace) -> dict:
-    from pipelines import reassess
+    from footprint_audit.pipelines import reassess
 
     argv = ["--input", args.input, "--output", args.output, "--declarations", args.declarations,
             "--no-progress", "--quiet", "--direct_num_workers=1"]
@@ -114,10 +114,10 @@ def stateful_events(path: str, limit: int) -> list:
     from apache_beam.transforms.window import TimestampedValue
 
     from bench.baseline import list_inputs
-    from schemas.events import Event
-    from transforms.calls import CALL, classify_event
-    from transforms.sources import open_source
-    from transforms.held import hold
+    from footprint_audit.schemas.events import Event
+    from footprint_audit.transforms.calls import CALL, classify_event
+    from footprint_audit.transforms.sources import open_source
+    from footprint_audit.transforms.held import hold
 
     out: list = []
     for name, _size in list_inputs(path):
@@ -141,8 +141,8 @@ def run_stateful(elements: list, runner: str = "direct", experiments: list[str] 
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.testing.test_stream import TestStream
 
-    from schemas.declarations import Declarations
-    from transforms.stream_join import StatefulCallJoin
+    from footprint_audit.schemas.declarations import Declarations
+    from footprint_audit.transforms.stream_join import StatefulCallJoin
 
     elements = sorted(elements, key=lambda tv: tv.timestamp)
     ts = TestStream()

@@ -47,7 +47,7 @@ PARTITIONS = 3
 
 def _history(work: Path, events: int) -> tuple[list[tuple[int, int, bytes]], Path]:
     from bench.generate import generate, write_declarations
-    from transforms.sources import read_source
+    from footprint_audit.transforms.sources import read_source
 
     src = work / "generated"
     generate(src, max(8 << 20, events * 760), seed=5, layout="stream")
@@ -74,7 +74,7 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[int, int, bytes]]) 
 
 
 def _stream(source: str, out: Path, declarations: Path, log: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "pipelines.cli", "stream", "--source", source, "--output", str(out),
+    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source", source, "--output", str(out),
            "--declarations", str(declarations), "--runner=FlinkRunner", "--flink_master=[local]",
            "--environment_type=LOOPBACK", "--parallelism=1", *extra]  # fmt: skip
     with open(log, "ab") as f:

@@ -47,7 +47,7 @@ TARGET = 1.6
 
 def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> dict:
     """One run in this (fresh) process: the job's wall seconds."""
-    from pipelines import reassess, workers
+    from footprint_audit.pipelines import reassess, workers
 
     extra: list[str] = []
     if mode == "w1" or mode == "flink1":

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from _common import fuzz_main, load_targets  # noqa: E402
 
 def _imports():
-    from readers import (
+    from footprint_audit.readers import (
         JSONError,
         declared_by_value,
         json_prefix_of,
@@ -39,7 +39,7 @@ def _imports():
         read_resolved,
         read_result,
     )
-    from transforms.reading_rows import served_columns
+    from footprint_audit.transforms.reading_rows import served_columns
 
     return locals()
 

@@ -32,9 +32,9 @@ def _imports():
     import orjson
     import pyarrow as pa
 
-    from schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE, DeadLetter, Event
-    from schemas.tables import TABLES
-    from transforms import documents, lines, sniff
+    from footprint_audit.schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE, DeadLetter, Event
+    from footprint_audit.schemas.tables import TABLES
+    from footprint_audit.transforms import documents, lines, sniff
 
     return locals()
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
-from transforms.write import part_name
+from footprint_audit.transforms.write import part_name
 
 from .inputs import is_local
 from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker

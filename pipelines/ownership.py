@@ -20,7 +20,7 @@ import os
 import socket
 from pathlib import Path
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
 from .errors import OutputError
 

@@ -16,7 +16,7 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
 from .errors import OutputError, UsageError
 from .ownership import MARKER, check_owned

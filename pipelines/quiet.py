@@ -3,7 +3,7 @@
 Role: the one place that decides what logging prints, for every command and every
 runner. Installed once, when `pipelines` is imported (before Beam is: its import
 warns about GCP clients), so it covers the launcher, the local runner's workers
-(forked from the launcher, or started as `python -m pipelines.workers`, which imports
+(forked from the launcher, or started as `python -m footprint_audit.pipelines.workers`, which imports
 this package too), Beam's relayed worker lines and the LOOPBACK worker inside the
 launcher on Flink.
 

@@ -43,16 +43,16 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
-from schemas.declarations import Declarations, DeclarationsError, load_declarations
-from transforms import join as join_mod
-from transforms import input_files as read_mod
-from transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
-from transforms.input_files import ReadInputFiles
-from transforms.apply_readers import ApplyReaders
-from transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
-from transforms.sources import DEFAULT_MAX_EVENT_BYTES
-from transforms.worker_gc import tune_gc
-from transforms.write import WriteTables
+from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.transforms import join as join_mod
+from footprint_audit.transforms import input_files as read_mod
+from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.input_files import ReadInputFiles
+from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
+from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.worker_gc import tune_gc
+from footprint_audit.transforms.write import WriteTables
 
 from . import output, version
 from .cached_jars import cached_job_server, runner_of

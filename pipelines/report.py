@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from schemas.tables import TABLES
+from footprint_audit.schemas.tables import TABLES
 
 from .report_summary import Row, Summary
 
@@ -95,7 +95,7 @@ def import_duckdb() -> Any:
 
 def views_sql() -> str:
     """The text of schemas/views.sql."""
-    return resources.files("schemas").joinpath("views.sql").read_text(encoding="utf-8")
+    return resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
 
 
 def split_statements(sql: str) -> list[str]:
@@ -311,7 +311,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_html(summary: Summary, path: Path) -> None:
-    from pipelines.report_html import build_html
+    from footprint_audit.pipelines.report_html import build_html
 
     try:
         path.write_text(build_html(summary), encoding="utf-8")

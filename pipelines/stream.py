@@ -37,16 +37,16 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.transforms import window
 
-from schemas.declarations import Declarations, DeclarationsError, load_declarations
-from transforms import sources
-from transforms.accounting import add_counts, run_row
-from transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
-from transforms.pubsub_read import ReadPubSubEvents
-from transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
-from transforms.stream_join import COUNT_FIXES, StatefulCallJoin
-from transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
-from transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
-from transforms.worker_gc import tune_gc
+from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.transforms import sources
+from footprint_audit.transforms.accounting import add_counts, run_row
+from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
+from footprint_audit.transforms.pubsub_read import ReadPubSubEvents
+from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
+from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
+from footprint_audit.transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
+from footprint_audit.transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
+from footprint_audit.transforms.worker_gc import tune_gc
 
 from . import flink_state
 from .errors import UsageError, failure_sentence

@@ -15,7 +15,7 @@ pyarrow and the project again (bench/README.md, "Worker processes"). Here, when 
 `footprint-audit` process: the pool is made before Beam starts any), each worker is
 `fork()`ed from it with everything imported. Otherwise (a test session or a library
 caller that already ran Beam, whose gRPC threads a fork would not carry over) each
-worker is a new interpreter started at once (`python -m pipelines.workers`), so its
+worker is a new interpreter started at once (`python -m footprint_audit.pipelines.workers`), so its
 imports overlap with the building of the job.
 
 Workers die with the launcher (`PR_SET_PDEATHSIG` on Linux) and are waited for, or
@@ -207,7 +207,7 @@ class WorkerPool:
     @staticmethod
     def _spawn() -> _Worker:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.workers"],
+            [sys.executable, "-m", "footprint_audit.pipelines.workers"],
             stdin=subprocess.PIPE,
             env=_worker_env(),
         )
@@ -278,7 +278,7 @@ def _spawned_main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
-    import pipelines.reassess  # noqa: F401 - the steps' modules, imported before the runner asks
+    import footprint_audit.pipelines.reassess  # noqa: F401 - the steps' modules, imported before the runner asks
 
     return _serve(sys.stdin.buffer.read())
 

@@ -2,7 +2,7 @@
 
 Pattern: pure readers (no Beam, no I/O, no clock; standard library + orjson).
 Role:    the bottom layer. `transforms/apply_readers` asks them per call; the
-         conformance harness (`python -m readers.cases`) asks them per case.
+         conformance harness (`python -m footprint_audit.readers.cases`) asks them per case.
 Emits:   nothing.
 
 Every reader gives the upstream TypeScript answer, JavaScript semantics

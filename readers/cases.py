@@ -1,7 +1,7 @@
 """Conformance harness: run reader cases, write the answers the reference would.
 
 Pattern: a thin dispatcher from upstream reader names to ours.
-Role:    `python -m readers.cases < cases.jsonl > answers.jsonl`, and the
+Role:    `python -m footprint_audit.readers.cases < cases.jsonl > answers.jsonl`, and the
          conformance test (which runs the same `answer_line`).
 Emits:   answer lines on stdout; nothing else.
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from readers import parse_json, rows_at_problem
-from readers.jsonparse import JSONError
+from footprint_audit.readers import parse_json, rows_at_problem
+from footprint_audit.readers.jsonparse import JSONError
 
 ALLOWED_TOP_KEYS = ("id", "version", "skills", "tools", "routing")
 ALLOWED_TOOL_KEYS = ("rowsAt",)

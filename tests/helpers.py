@@ -83,7 +83,7 @@ def reassess_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: floa
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "reassess", *args],
+        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *args],
         cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw,
     )

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.tables import DEAD_LETTERS, READINGS, RUNS, SORT_KEYS
+from footprint_audit.schemas.tables import DEAD_LETTERS, READINGS, RUNS, SORT_KEYS
 
 #: A tool name that must come out escaped in the HTML.
 TRICKY_TOOL = '<b>q&a</b> "search"'

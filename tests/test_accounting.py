@@ -3,8 +3,8 @@ batch path and the stream path agree on every `runs` row."""
 
 from __future__ import annotations
 
-from schemas.events import Event
-from transforms.accounting import (
+from footprint_audit.schemas.events import Event
+from footprint_audit.transforms.accounting import (
     RunCounts,
     add_counts,
     count_event,
@@ -13,7 +13,7 @@ from transforms.accounting import (
     dead_letter_counts,
     moved_counts,
 )
-from transforms.calls import CALL, NOT_NEEDED, join_call_events
+from footprint_audit.transforms.calls import CALL, NOT_NEEDED, join_call_events
 
 
 def ev(index: int, kind: str, call: str | None = None, **payload) -> Event:

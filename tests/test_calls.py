@@ -23,17 +23,17 @@ import json
 
 import pytest
 
-from readers import UNDEFINED
-from schemas.events import (
+from footprint_audit.readers import UNDEFINED
+from footprint_audit.schemas.events import (
     REASON_MISSING_CALL_ID,
     REASON_REDACTED_CALL_ID,
     DeadLetter,
     Event,
     RunInput,
 )
-from transforms.accounting import document_run_row
-from transforms.call_types import RunFacts
-from transforms.calls import (
+from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.call_types import RunFacts
+from footprint_audit.transforms.calls import (
     CALL,
     NOT_NEEDED,
     classify_event,
@@ -41,7 +41,7 @@ from transforms.calls import (
     join_run,
     run_facts_from,
 )
-from transforms.committed_state import committed_state_calls, tool_bytes_of
+from footprint_audit.transforms.committed_state import committed_state_calls, tool_bytes_of
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli
-from pipelines.options_check import OptionsError, check_beam_args
+from footprint_audit.pipelines.options_check import OptionsError, check_beam_args
 from test_cli_inputs import run_file
 
 
@@ -58,7 +58,7 @@ def test_runner_options_of_flink_and_dataflow_are_known():
 
 def test_version():
     for args in (["--version"], ["reassess", "--version"]):
-        res = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True)
         assert res.returncode == 0 and res.stdout.startswith("footprint-audit ") and res.stderr == "", res
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli, tree_bytes
-from pipelines import ownership
-from pipelines.output import STAGING
+from footprint_audit.pipelines import ownership
+from footprint_audit.pipelines.output import STAGING
 from test_cli_inputs import run_file
 from test_kill_restart import make_input
 
@@ -152,7 +152,7 @@ def test_a_remote_output_that_cannot_be_written_is_refused_before_the_pipeline_r
 
 def _job(inp: Path, out: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress",
+        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress",
          "--quiet", *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
@@ -179,7 +179,7 @@ def big_input(tmp_path_factory) -> Path:
 SECOND_JOB = """
 import logging, sys
 logging.getLogger().addHandler(logging.NullHandler())  # as the CLI does before it imports Beam
-from pipelines import cli, reassess  # noqa: F401 - imported before the race
+from footprint_audit.pipelines import cli, reassess  # noqa: F401 - imported before the race
 print("ready", flush=True)
 sys.stdin.readline()
 sys.exit(cli.main(["reassess", "--input", sys.argv[1], "--output", sys.argv[2], "--no-progress", "--quiet"]))

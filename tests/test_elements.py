@@ -10,11 +10,11 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner
-from pipelines import reassess
-from schemas.declarations import Declarations
-from schemas.events import DeadLetter, Event, RunInput, SourceFile
-from transforms.call_types import Call
-from transforms.elements import (
+from footprint_audit.pipelines import reassess
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
+from footprint_audit.transforms.call_types import Call
+from footprint_audit.transforms.elements import (
     EVENT_BYTES,
     ROW_BYTES,
     CallGroup,
@@ -23,8 +23,8 @@ from transforms.elements import (
     ReadingRowsCoder,
     SourceFileCoder,
 )
-from transforms.join import JoinRecordingRuns
-from transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.join import JoinRecordingRuns
+from footprint_audit.transforms.apply_readers import ApplyReaders
 
 
 class _Unpicklable:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.events import Event
-from transforms.held import decode_held, encode_held, hold
+from footprint_audit.schemas.events import Event
+from footprint_audit.transforms.held import decode_held, encode_held, hold
 
 
 def _nested(depth: int) -> list:

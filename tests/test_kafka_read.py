@@ -5,7 +5,7 @@ The source itself runs on a real broker and Flink in `tests/integration/test_str
 
 from __future__ import annotations
 
-from transforms.kafka_read import KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms
+from footprint_audit.transforms.kafka_read import KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms
 
 P = PartitionPosition
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import output, ownership
+from footprint_audit.pipelines import output, ownership
 
 TABLES = ("readings", "dead_letters", "runs")
 #: What a finished output folder holds: the tables and the marker that this tool wrote them.
@@ -56,7 +56,7 @@ def snapshot(out: Path) -> dict:
 
 def cli(inp: Path, out: Path, **kw) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress", "--quiet"],
+        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress", "--quiet"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kw,
     )
 
@@ -119,7 +119,7 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
 KILL_AT = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from pipelines import output, ownership
+from footprint_audit.pipelines import output, ownership
 import json
 from pathlib import Path
 # The publishing job owns its staging folder (it is gone after the kill).

@@ -28,12 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import load_table
-from pipelines import reassess
-from schemas.declarations import load_declarations
-from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
-from transforms import sources
-from transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
-from transforms.reading_rows import reading_row
+from footprint_audit.pipelines import reassess
+from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+from footprint_audit.transforms import sources
+from footprint_audit.transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
+from footprint_audit.transforms.reading_rows import reading_row
 
 NOT_COMPARED = {"reader_version", "emitted_at"}
 WHERE = {"source_file", "event_index"}  # where a reading came from: depends on how runs were filed

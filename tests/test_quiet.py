@@ -9,12 +9,12 @@ import sys
 import pytest
 
 from helpers import ROOT
-from pipelines import quiet
+from footprint_audit.pipelines import quiet
 
 # Lines logged after `pipelines` is imported, as Beam and another library would log them.
 LOGS = """
 import logging
-import pipelines
+from footprint_audit import pipelines
 logging.getLogger("apache_beam.utils.subprocess_server").warning("Really starting service at x")
 logging.getLogger("somewhere").warning("a warning")
 logging.getLogger("somewhere").info("an info")
@@ -59,7 +59,7 @@ def test_the_level_is_read_without_a_traceback_for_a_typo(monkeypatch, value, le
 
 
 def test_a_job_shows_beams_own_lines_when_asked_and_none_otherwise(tmp_path):
-    args = [sys.executable, "-m", "pipelines.cli", "reassess", "--input", "examples/recordings/**",
+    args = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", "examples/recordings/**",
             "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]
     env = {k: v for k, v in os.environ.items() if k != quiet.LOG_ENV}
     quiet_run = subprocess.run([*args, "--output", str(tmp_path / "a")], cwd=ROOT, env=env, capture_output=True,

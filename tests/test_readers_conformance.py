@@ -13,7 +13,7 @@ order, escapes), and the case lines are read with `readers.parse_json`, i.e.
 with JavaScript number semantics (docs/readers.md T19). The two small files are
 parametrized per case (the test id is the case id); the property file is
 parametrized in chunks, each chunk collecting every mismatch and naming the
-failing case ids. A last test runs the real CLI (`python -m readers.cases`) on
+failing case ids. A last test runs the real CLI (`python -m footprint_audit.readers.cases`) on
 `edge.jsonl` as a subprocess and checks its answers line by line.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from readers import parse_json, to_js_json
-from readers.cases import answer_line
+from footprint_audit.readers import parse_json, to_js_json
+from footprint_audit.readers.cases import answer_line
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "conformance"
@@ -144,11 +144,11 @@ def test_chunks_cover_every_property_case() -> None:
 
 
 def _run_cases_cli(stdin: bytes, timeout: int) -> subprocess.CompletedProcess:
-    """`python -m readers.cases` on `stdin`, from the project root."""
+    """`python -m footprint_audit.readers.cases` on `stdin`, from the project root."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run(
-        [sys.executable, "-m", "readers.cases"],
+        [sys.executable, "-m", "footprint_audit.readers.cases"],
         input=stdin,
         capture_output=True,
         cwd=ROOT,

@@ -28,7 +28,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readers import (
+from footprint_audit.readers import (
     UNDEFINED,
     EmptinessReading,
     JsonPrefix,
@@ -43,7 +43,7 @@ from readers import (
     rows_at_problem,
     to_js_json,
 )
-from readers.jsvalues import js_number_to_string
+from footprint_audit.readers.jsvalues import js_number_to_string
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REF = "art_AbCdEfGhIjKlMnOpQrStUv"

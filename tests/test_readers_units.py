@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from readers import (
+from footprint_audit.readers import (
     MAX_BOUND_DEPTH,
     UNDEFINED,
     EmptinessReading,

@@ -29,11 +29,11 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from schemas.declarations import Declarations
-from schemas.events import Event, RunInput
-from schemas.tables import READINGS
-from transforms.calls import join_run
-from transforms.reading_rows import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.events import Event, RunInput
+from footprint_audit.schemas.tables import READINGS
+from footprint_audit.transforms.calls import join_run
+from footprint_audit.transforms.reading_rows import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

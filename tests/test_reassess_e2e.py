@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import EXAMPLES, ROOT, load_table
-from pipelines import reassess
+from footprint_audit.pipelines import reassess
 
 GLOB = "examples/recordings/**"
 DECL = "examples/declarations.json"
@@ -138,7 +138,7 @@ def test_stale_staging_from_an_interrupted_run_is_cleaned(in_repo, tmp_path):
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def test_the_cli_prints_a_summary(tmp_path):

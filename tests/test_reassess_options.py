@@ -11,9 +11,9 @@ from apache_beam.options.pipeline_options import DirectOptions, GoogleCloudOptio
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from helpers import EXAMPLES, load_table
-from pipelines import reassess
-from pipelines.output import new_staging
-from schemas.declarations import load_declarations
+from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.output import new_staging
+from footprint_audit.schemas.declarations import load_declarations
 
 
 def test_the_local_runner_with_one_worker_keeps_files_in_place_and_type_checks_as_beam_does():
@@ -90,7 +90,7 @@ def test_a_folder_lists_every_file_at_any_depth_with_its_size(tmp_path, monkeypa
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "not-walked.json").write_bytes(b"z")
     (root / "linked-folder").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    from pipelines.output import STAGING
+    from footprint_audit.pipelines.output import STAGING
 
     (root / STAGING / "readings").mkdir(parents=True)
     (root / STAGING / "readings" / "part.parquet").write_bytes(b"p")

@@ -7,7 +7,7 @@ event types, wrong types in every field the join and the readings read, empty
 files, a directory and a dangling link where a file was expected, a recording
 whose events were capped (`droppedEvents`) and a redacted record.
 
-`python -m pipelines.cli reassess` runs once over all of it as a subprocess.
+`python -m footprint_audit.pipelines.cli reassess` runs once over all of it as a subprocess.
 Each file's spec says how many elements (events, lines, SSE blocks) we put in
 it, counted here by the generator, and which dead-letter reasons and readings
 it must give. docs/output.md §4 accounting is checked per run row, per file
@@ -345,7 +345,7 @@ def build_suite(d: Path) -> dict[str, Spec]:
 
 
 def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -469,9 +469,9 @@ def test_a_directory_given_as_the_input_that_holds_nothing_is_one_sentence(tmp_p
 
 
 def test_a_wall_clock_past_year_9999_is_a_null_ended_at_not_a_crash():
-    from schemas.events import Event
-    from transforms.calls import join_call_events
-    from transforms.reading_rows import reading_row
+    from footprint_audit.schemas.events import Event
+    from footprint_audit.transforms.calls import join_call_events
+    from footprint_audit.transforms.reading_rows import reading_row
 
     for ms in (253402300800000, 1e15, -1e15, 8.64e15):
         end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": []}, {"runId": "r", "wallClockMs": ms})
@@ -482,10 +482,10 @@ def test_a_wall_clock_past_year_9999_is_a_null_ended_at_not_a_crash():
 def test_a_lone_surrogate_inside_a_result_text_is_written():
     import pyarrow as pa
 
-    from schemas.events import Event
-    from schemas.tables import TABLES
-    from transforms.calls import join_call_events
-    from transforms.reading_rows import reading_row
+    from footprint_audit.schemas.events import Event
+    from footprint_audit.schemas.tables import TABLES
+    from footprint_audit.transforms.calls import join_call_events
+    from footprint_audit.transforms.reading_rows import reading_row
 
     # The event itself is clean UTF-8: the surrogate is an escape inside the result *text*.
     end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": '["\\ud800", 1'}, {"runId": "r"})

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import report
-from pipelines.report_html import esc
+from footprint_audit.pipelines import report
+from footprint_audit.pipelines.report_html import esc
 from report_fixture import TRICKY_TOOL, write_output
 
 OUT_ENV = "FOOTPRINT_AUDIT_REPORT_OUT"
@@ -46,7 +46,7 @@ def _sources() -> list[str]:
 
 def _examples_output(tmp: Path) -> Path:
     from helpers import ROOT
-    from pipelines import reassess
+    from footprint_audit.pipelines import reassess
 
     out = tmp / "examples-out"
     cwd = os.getcwd()

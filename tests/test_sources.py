@@ -16,7 +16,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.events import (
+from footprint_audit.schemas.events import (
     FORMAT_ENVELOPE,
     FORMAT_EVENT_STREAM,
     FORMAT_EVENTS_ARRAY,
@@ -32,12 +32,12 @@ from schemas.events import (
     Event,
     SourceFile,
 )
-from transforms.byte_streams import SourceError, decompress, open_stream
-from transforms.documents import read_document, served_under_policy
-from transforms.envelopes import check_envelope
-from transforms.lines import iter_lines
-from transforms.sniff import HEAD_BYTES, sniff_format
-from transforms.sources import read_source
+from footprint_audit.transforms.byte_streams import SourceError, decompress, open_stream
+from footprint_audit.transforms.documents import read_document, served_under_policy
+from footprint_audit.transforms.envelopes import check_envelope
+from footprint_audit.transforms.lines import iter_lines
+from footprint_audit.transforms.sniff import HEAD_BYTES, sniff_format
+from footprint_audit.transforms.sources import read_source
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
 TURN2 = FIXTURES / "agentfootprint__turn2.recorded.EXTRACT.json"
@@ -695,8 +695,8 @@ def test_json_lines_accounting_property(lines):
 @pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
 def test_a_stream_reads_the_same_peeked_or_not(packing, size):
     """`_decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
-    from transforms.byte_streams import _decompressing
-    from transforms.sources import _head
+    from footprint_audit.transforms.byte_streams import _decompressing
+    from footprint_audit.transforms.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
     packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]
@@ -748,8 +748,7 @@ def _every_input_shape(tmp_path: Path) -> list[Path]:
 
 
 def test_a_small_file_read_whole_gives_what_the_stream_gives(tmp_path, monkeypatch):
-    import transforms.sources as sources
-
+    import footprint_audit.transforms.sources as sources
     files = _every_input_shape(tmp_path)
     whole = [read_source(str(p)) for p in files]
     monkeypatch.setattr(sources, "WHOLE_FILE_BYTES", -1)  # every file streamed

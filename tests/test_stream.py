@@ -19,12 +19,12 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from pipelines import stream as stream_mod
-from schemas.declarations import Declarations
-from schemas.events import Event
-from transforms.held import hold
-from transforms.stream_join import StatefulCallJoin
-from transforms.stream_write import WriteStreamTable, pane_file, window_folder
+from footprint_audit.pipelines import stream as stream_mod
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.events import Event
+from footprint_audit.transforms.held import hold
+from footprint_audit.transforms.stream_join import StatefulCallJoin
+from footprint_audit.transforms.stream_write import WriteStreamTable, pane_file, window_folder
 
 T0 = 1_790_000_000  # seconds
 
@@ -117,8 +117,8 @@ def test_events_are_ordered_by_event_time_and_call_order_not_by_arrival():
 
 
 def test_order_call_events_sorts_by_time_then_canonical_order_and_drops_copies():
-    from transforms.held import encode_held
-    from transforms.stream_join import order_call_events
+    from footprint_audit.transforms.held import encode_held
+    from footprint_audit.transforms.stream_join import order_call_events
 
     end = ev(1, "stream.tool_end", "c1", T0, result=[])
     absent = ev(2, "tools.absent", "c1", T0, toolName="t")
@@ -245,7 +245,7 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     record has no marker); events without a numeric wallClockMs have no event time.
     """
     monkeypatch.chdir(ROOT)
-    from pipelines import reassess
+    from footprint_audit.pipelines import reassess
 
     batch, streamed = tmp_path / "batch", tmp_path / "stream"
     assert reassess.run(["--input", "examples/recordings/**", "--output", str(batch), "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]) == 0
@@ -268,7 +268,7 @@ def test_stream_source_uris_are_checked():
 
 
 def test_the_key_record_coder_round_trips_every_field():
-    from transforms.stream_join import _CallState, _CallStateCoder
+    from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder
 
     coder = _CallStateCoder()
     for record in (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),

@@ -8,22 +8,22 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.inputs import expand_inputs
+from footprint_audit.pipelines.inputs import expand_inputs
 from helpers import EXAMPLES, fn_api_runner, load_table
-from schemas.declarations import Declarations, load_declarations
-from schemas.events import DeadLetter, Event, RunInput, SourceFile
-from schemas.tables import TABLES
-from transforms import join as join_mod
-from transforms import input_files as read_mod
-from transforms import write as write_mod
-from transforms.accounting import document_run_row
-from transforms.calls import join_run
-from transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
-from transforms.input_files import ReadInputFiles
-from transforms.apply_readers import ApplyReaders
-from transforms.reading_rows import reading_row
-from transforms.sources import open_source
-from transforms.write import WriteTable, rows_to_arrow
+from footprint_audit.schemas.declarations import Declarations, load_declarations
+from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
+from footprint_audit.schemas.tables import TABLES
+from footprint_audit.transforms import join as join_mod
+from footprint_audit.transforms import input_files as read_mod
+from footprint_audit.transforms import write as write_mod
+from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.calls import join_run
+from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.input_files import ReadInputFiles
+from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.reading_rows import reading_row
+from footprint_audit.transforms.sources import open_source
+from footprint_audit.transforms.write import WriteTable, rows_to_arrow
 
 
 def ev(index, kind, call=None, run="run-1", **payload) -> Event:
@@ -144,7 +144,7 @@ def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
             ev(1, "stream.tool_end", "c1", result={"hosts": [1, 2, 3]}),
         ],
     )
-    from transforms.calls import join_run
+    from footprint_audit.transforms.calls import join_run
 
     calls = join_run(run).calls
     decl = Declarations(rows_at={"list_hosts": "hosts"})

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from helpers import ROOT
-from pipelines import reassess, workers
+from footprint_audit.pipelines import reassess, workers
 
 DECL = "examples/declarations.json"
 TABLES = ("readings", "dead_letters", "runs")
@@ -35,7 +35,7 @@ def _files(out: Path) -> dict[str, bytes]:
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop(workers.WORKERS_ENV, None)
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", "reassess", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -600,9 +600,9 @@ def recording_events(pattern: str) -> tuple[list[tuple[int | None, bytes | None,
     logging.disable(logging.WARNING)  # Beam's import-time "apitools not found" warning
     try:
         import orjson
-        from pipelines.errors import UsageError
-        from pipelines.inputs import expand_inputs
-        from transforms.sources import read_source
+        from footprint_audit.pipelines.errors import UsageError
+        from footprint_audit.pipelines.inputs import expand_inputs
+        from footprint_audit.transforms.sources import read_source
     finally:
         logging.disable(logging.NOTSET)
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from schemas.events import TOOL_END, Event, RunInput
+from footprint_audit.schemas.events import TOOL_END, Event, RunInput
 
 from .call_types import Call, JoinedRun
 from .calls import CALL, NOT_NEEDED, classify_event

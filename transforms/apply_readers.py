@@ -16,7 +16,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from schemas.declarations import Declarations
+from footprint_audit.schemas.declarations import Declarations
 
 from .call_types import Call
 from .elements import CallGroup, ReadingRows

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import zstandard
 
-from schemas.events import REASON_TOO_LARGE, REASON_UNREADABLE
+from footprint_audit.schemas.events import REASON_TOO_LARGE, REASON_UNREADABLE
 
 __all__ = [
     "SourceError",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from readers import UNDEFINED
-from schemas.events import PLACEHOLDERS, DeadLetter, Event
+from footprint_audit.readers import UNDEFINED
+from footprint_audit.schemas.events import PLACEHOLDERS, DeadLetter, Event
 
 __all__ = [
     "DOOR_EVENTS",

@@ -25,8 +25,8 @@ from typing import Any, Iterable
 
 import orjson
 
-from readers import UNDEFINED
-from schemas.events import (
+from footprint_audit.readers import UNDEFINED
+from footprint_audit.schemas.events import (
     CHECKIN_DECISION,
     MIDDLEWARE_DECISION,
     PAUSE_RESUME,

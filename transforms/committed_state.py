@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from readers import UNDEFINED
-from schemas.events import RunInput
+from footprint_audit.readers import UNDEFINED
+from footprint_audit.schemas.events import RunInput
 
 from .call_types import DOOR_COMMITTED, DOOR_VALUE, Call, _int_or_none, _str_or_none, is_placeholder
 

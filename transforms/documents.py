@@ -12,8 +12,8 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from readers import JSONError, parse_json
-from schemas.events import (
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
     EVENT_PREFIX,
     FORMAT_ENVELOPE,
     FORMAT_EVENTS_ARRAY,

@@ -19,7 +19,7 @@ from typing import Any
 
 from apache_beam import coders
 
-from schemas.events import SourceFile
+from footprint_audit.schemas.events import SourceFile
 
 __all__ = [
     "CallGroup",

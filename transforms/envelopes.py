@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from readers import JSONError, parse_json
-from schemas.events import (
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
     REASON_MISSING_RUN_ID,
     REASON_NOT_AN_EVENT,
     REASON_NOT_JSON,

@@ -19,7 +19,7 @@ import pickle
 
 import orjson
 
-from schemas.events import Event
+from footprint_audit.schemas.events import Event
 
 __all__ = ["encode_held", "decode_held", "hold"]
 

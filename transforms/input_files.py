@@ -19,7 +19,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
-from schemas.events import Event, SourceFile
+from footprint_audit.schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts

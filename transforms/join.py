@@ -24,7 +24,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 
 from .accounting import RunCounts, add_counts, count_event, count_joined, counts_for, document_run_row, run_row
 from .calls import (

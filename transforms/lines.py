@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Iterator
 
-from schemas.events import (
+from footprint_audit.schemas.events import (
     FORMAT_EVENT_STREAM,
     FORMAT_SSE,
     REASON_NOT_AN_EVENT,

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from typing import Any, Callable
 
-from readers import (
+from footprint_audit.readers import (
     UNDEFINED,
     declared_by_value,
     json_prefix_of,
@@ -31,8 +31,8 @@ from readers import (
     read_paging,
     read_resolved,
 )
-from readers.jsvalues import is_js_number, js_trim
-from readers.result_facts import paging_next_text
+from footprint_audit.readers.jsvalues import is_js_number, js_trim
+from footprint_audit.readers.result_facts import paging_next_text
 
 from .call_types import DOOR_VALUE, Call, is_placeholder
 

@@ -6,8 +6,8 @@ Role:    `transforms.sources` asks `sniff_format` once per file.
 
 from __future__ import annotations
 
-from readers import JSONError, parse_json
-from schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE
 
 __all__ = [
     "HEAD_BYTES",

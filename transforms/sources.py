@@ -20,7 +20,7 @@ import os
 import stat
 from typing import BinaryIO, Iterator
 
-from schemas.events import (
+from footprint_audit.schemas.events import (
     FORMAT_EVENT_STREAM,
     REASON_NOT_AN_EVENT,
     REASON_NOT_JSON,

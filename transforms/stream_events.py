@@ -18,8 +18,8 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.window import TimestampedValue
 
-from readers.jsvalues import is_js_number
-from schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
+from footprint_audit.readers.jsvalues import is_js_number
+from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 
 from . import envelopes, sources
 from .accounting import RunCounts, count_event, dead_letter_counts

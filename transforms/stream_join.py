@@ -53,8 +53,8 @@ from apache_beam.transforms.userstate import (
 )
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from schemas.declarations import Declarations
-from schemas.events import (
+from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.events import (
     CHECKIN_DECISION,
     MIDDLEWARE_DECISION,
     PERMISSION_CHECK,

@@ -40,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas.tables import SORT_KEYS, TABLES
+from footprint_audit.schemas.tables import SORT_KEYS, TABLES
 
 
 __all__ = [

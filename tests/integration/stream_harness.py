@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 import orjson
 
 from helpers import ROOT, load_table
-from transforms.sources import read_source
+from footprint_audit.transforms.sources import read_source
 
 #: Generous: CI shares a 2-core machine with other work.
 WAIT_SECONDS = 600
@@ -93,7 +93,7 @@ def stream_cli(source: str, out: Path, *extra: str, log: Path, declarations: Pat
 
 def _launch(source: str, out: Path, extra: tuple, log: Path, declarations: Path | None) -> subprocess.Popen:
     cmd = [
-        sys.executable, "-m", "pipelines.cli", "stream", "--source", source, "--output", str(out),
+        sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source", source, "--output", str(out),
         "--declarations", str(declarations or ROOT / "examples" / "declarations.json"),
         "--runner=FlinkRunner", "--flink_master=[local]", "--environment_type=LOOPBACK", "--parallelism=1",
         *extra,

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import reassess
+from footprint_audit.pipelines import reassess
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import ROOT, load_table
-from pipelines import reassess
+from footprint_audit.pipelines import reassess
 
 pytestmark = pytest.mark.integration
 

@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from pipelines import reassess
+from footprint_audit.pipelines import reassess
 from stream_harness import (
     accounted,
     example_events,
@@ -203,7 +203,7 @@ def resumed_legs(history: Path) -> set[str]:
 
 
 def read_runs(path: Path):
-    from transforms.sources import read_source
+    from footprint_audit.transforms.sources import read_source
 
     return read_source(str(path)).runs
 
