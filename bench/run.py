@@ -306,7 +306,7 @@ def table_counts(out: str) -> dict:
     import pyarrow.parquet as pq
 
     def load(table: str) -> pa.Table:
-        files = sorted(glob.glob(os.path.join(out, table, "*.parquet")))
+        files = sorted(glob.glob(os.path.join(out, table, "**", "*.parquet"), recursive=True))  # flat or partitioned
         return pa.concat_tables([pq.read_table(f) for f in files])
 
     runs, dead, readings = load("runs"), load("dead_letters"), load("readings")

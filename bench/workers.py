@@ -78,7 +78,7 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
 
 def _files(out: str) -> dict[str, bytes]:
     root = Path(out)
-    return {str(p.relative_to(root)): p.read_bytes() for t in TABLES for p in sorted((root / t).glob("*.parquet"))}
+    return {str(p.relative_to(root)): p.read_bytes() for t in TABLES for p in sorted((root / t).rglob("*.parquet"))}
 
 
 def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> float:

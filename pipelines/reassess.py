@@ -25,9 +25,16 @@ Run on Dataflow::
 
 (Remote outputs are written straight to `--output`, without the local staging swap.)
 
+`--incremental` reads only the input files the output's manifest has not seen
+(by name, size and sha256) and adds their rows beside the published ones
+(`pipelines.incremental`).
+
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
+
+`--partition-by ended_date` writes `readings` Hive-partitioned by the call's UTC
+date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any, TypeVar
 
@@ -44,17 +52,20 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.schemas.tables import PARTITION_KEYS
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms import input_files as read_mod
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.reading_rows import READER_VERSION
 from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.write import WriteTables
 
-from . import output, version
+from . import incremental, output, version
+from . import manifest as manifest_mod
 from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import display_name, expand_inputs
@@ -95,6 +106,9 @@ def _parser() -> FlagParser:
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
+                   help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
+                        "readings/ended_date=YYYY-MM-DD/part-….parquet")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
@@ -103,6 +117,9 @@ def _parser() -> FlagParser:
                    help="exit with code 3 (after writing the tables) when dead letters are more than R "
                         "(0..1) of the events read")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
+    p.add_argument("--incremental", action="store_true",
+                   help="read only the input files the output has not seen (by name, size and sha256) and add "
+                        "their rows; a changed file's rows are replaced")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
 
@@ -125,13 +142,15 @@ def build_pipeline(
     progress: bool = True,
     spread: bool = True,
     local_paths: dict[str, str] | None = None,
+    partition_by: str | None = None,
 ) -> None:
     """Wire the job: read → join → read calls → write (one story, labelled steps).
 
     `spread`: hand the input files out to the workers (Create's reshuffle). Off only
     for the local runner with one worker, where it would move the list for nothing.
     `files` are the names the tables show; `local_paths` maps those that are opened
-    under another name (local names that are not UTF-8).
+    under another name (local names that are not UTF-8). `partition_by`: a key of
+    `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
     read = (
         p
@@ -166,7 +185,8 @@ def build_pipeline(
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies)
+    partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
+    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies, partitions)
 
 
 def _recording_claims(rows: list[dict]) -> list:
@@ -271,10 +291,15 @@ def run(argv: list[str] | None = None) -> int:
             raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
         inputs = expand_inputs(args.input, out)
+        if args.incremental:
+            if args.partition_by:
+                raise UsageError("--incremental and --partition-by cannot be used together yet: "
+                                 "re-assess a partitioned output in full")
+            incremental.check_local(out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
-    target = OutputTarget(out)
+    target = OutputTarget(out, args.partition_by)
     try:
         target.open()
     except UsageError as exc:
@@ -284,6 +309,12 @@ def run(argv: list[str] | None = None) -> int:
         _say(str(exc))
         return exc.exit_code
     try:
+        if args.incremental:  # refused before anything is read: an output of another kind, other declarations
+            try:
+                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION)
+            except UsageError as exc:
+                _say(str(exc))
+                return 2
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
             return _run_job(args, beam_args, inputs, declarations, target)
     finally:
@@ -298,7 +329,7 @@ def _run_job(
     names = [display_name(path) for path, _size in inputs]
     local_paths = {name: path for name, (path, _size) in zip(names, inputs) if name != path}
     total = sum(size for _path, size in inputs)
-    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    sizes = {name: size for name, (_path, size) in zip(names, inputs)}
     try:
         beam_args = cached_job_server(beam_args)
     except RuntimeError as exc:  # the cache was asked for and holds no job server
@@ -308,19 +339,51 @@ def _run_job(
     named_runner = runner_of(beam_args)
     if not args.no_progress:
         _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
+    # Every input's sha256 for the manifest of a local output (read here, the job then reads them from the page cache).
+    hashes = {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)} if target.local else {}
+    plan = None
+    if args.incremental:
+        plan = incremental.plan_increment(args.manifest, names, hashes.get, sizes)
+        if not plan.new and not plan.changed:
+            if not args.no_progress:
+                _say("no new or changed input file: the output is left as it is")
+            return _finish(args, target.out)
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
-        pipeline = beam.Pipeline(runner=runner, options=options)
-        build_pipeline(pipeline, names, target.staging, declarations, shards, args.max_event_bytes,
-                       not args.no_progress, spread, local_paths)
-        pipeline.run().wait_until_finish()
+
+        def execute(files: list[str], staging: str, again: bool = False) -> None:
+            """Run the job over `files`; `again`: a second pass, on one worker in this process when the
+            pool served the first (its workers serve one job each)."""
+            opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
+                                     else (options, runner, spread))
+            pipeline = beam.Pipeline(runner=run_on, options=opts)
+            size = sum(sizes[f] if f in sizes else os.path.getsize(f) for f in files)  # an increment: its own size
+            shards = args.shards or max(1, min(64, math.ceil(size / BYTES_PER_SHARD)))
+            build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes,
+                           not args.no_progress, spread_, {n: p for n, p in local_paths.items() if n in set(files)},
+                           args.partition_by)
+            pipeline.run().wait_until_finish()
+
+        if plan is None:
+            execute(names, target.staging)
+        else:
+            incremental.read_increment(plan, names, target.out, target.staging, execute,
+                                       None if args.no_progress else _say)
+        if target.local:
+            manifest_mod.stage_manifest(target.staging, plan.read if plan else names, sizes, hashes,
+                                        plan.increment if plan else 1, READER_VERSION, declarations,
+                                        args.declarations, plan.manifest if plan else [])
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
         return INTERRUPTED_EXIT
+    except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
+        target.discard()
+        _say(f"{exc}; nothing was published")
+        return 2
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
         target.discard()
         where = f" on {named_runner}" if named_runner else ""

@@ -27,4 +27,19 @@ class Summary:
     timeline: list[Row]
     runs: Row
     dead_letter_reasons: list[Row]
+    figures: Row = field(default_factory=dict)
+    dead_letter_files: list[Row] = field(default_factory=list)
+    span: Row | None = None
+    tool_timeline: list[Row] = field(default_factory=list)
+    dead_letters: list[Row] = field(default_factory=list)
     calls: list[Row] = field(default_factory=list)
+    #: How the headline figures fit together: (sentence, holds) per identity (`reconciliation`).
+    fit: list[tuple[str, bool]] = field(default_factory=list)
+    #: The caps the page's lists were cut to (it says so when it cuts).
+    max_calls: int = 0
+    max_dead_letters: int = 0
+    #: Tools with at least one call with an ended_at (the ones the page can draw over time).
+    timed_tools: list[str] = field(default_factory=list)
+    #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
+    disagreement_count: int = 0
+    build: str = ""  # reader version(s) and increments (`pipelines.manifest.build_note`)

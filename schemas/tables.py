@@ -118,3 +118,12 @@ SORT_KEYS = {
     "dead_letters": ("source_file", "event_index", "reason"),
     "runs": ("source_file", "run_id"),
 }
+
+#: `reassess --partition-by KEY`: KEY → (table, the column it is derived from). The rows are
+#: written under `<table>/KEY=VALUE/` (Hive layout); VALUE is the column's UTC date (YYYY-MM-DD).
+#: The files keep every column: KEY itself is only in the path.
+PARTITION_KEYS = {"ended_date": ("readings", "ended_at")}
+
+#: The folder value of a row whose partition column is null (what Hive, Arrow, DuckDB and
+#: BigQuery read back as NULL).
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"

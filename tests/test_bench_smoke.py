@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,18 @@ def test_the_one_command_runs_on_a_tiny_input(tmp_path):
     assert set(results) >= {"readers", "recordings", "stream", "stateful", "onemb"}
     assert results["recordings"]["equal"] and results["stream"]["equal"]
     assert "benchmark" in out.stdout
+
+
+def test_the_report_benchmark_reads_the_repeated_readings(tmp_path, capsys):
+    from bench import report as bench_report
+
+    big = bench_report.make_output(tmp_path, 2)
+    assert pq_rows(big / "readings") == 2 * len(load_table(tmp_path / "examples-out", "readings"))
+    figures = bench_report.time_report(big, 1)
+    assert set(figures) == {"text queries", "page queries", "page", "page MB"} and figures["page MB"] > 0
+
+
+def pq_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(f).num_rows for f in folder.glob("*.parquet"))

@@ -243,5 +243,5 @@ def test_running_twice_gives_identical_files(tmp_path_factory, decl, runs, files
         b = {p.relative_to(base / "b"): p.read_bytes() for p in (base / "b" / table).rglob("*") if p.is_file()}
         assert a.keys() == b.keys() and a, table
         assert a == b, table
-    assert sorted(os.listdir(base / "a")) == ["_FOOTPRINT_AUDIT", "dead_letters", "readings", "runs"]  # and the marker
+    assert sorted(os.listdir(base / "a")) == ["_FOOTPRINT_AUDIT", "dead_letters", "manifest", "readings", "runs"]  # and the marker
     shutil.rmtree(base, ignore_errors=True)
