@@ -52,6 +52,7 @@ from . import flink_state
 from .errors import UsageError, failure_sentence
 from .inputs import expand_inputs
 from .options_check import FlagParser, OptionsError, check_beam_args
+from .stream_summary import stream_summary
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
@@ -287,7 +288,8 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
-    print(f"footprint-audit stream: done; tables under {args.output}")
+    summary = stream_summary(args.output)
+    print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
     return 0
 
 

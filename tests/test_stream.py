@@ -237,7 +237,7 @@ def test_rows_of_any_age_are_written_into_their_window_folder_and_no_file_is_ove
     assert not list(folder.glob(".tmp-*"))
 
 
-def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch):
+def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch, capsys):
     """`stream --source file://…` gives reassess's readings for calls read from events.
 
     The stream carries no snapshot, so committed-state calls, the redaction
@@ -253,6 +253,13 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     assert assert_stream_matches_batch(batch, streamed) > 40
     assert {r["revision"] for r in load_table(streamed, "readings")} == {0}
     assert any(r["reason"] == "bad-field" for r in load_table(streamed, "dead_letters"))
+    # the closing line sums up the tables the job wrote
+    readings, runs = load_table(streamed, "readings"), load_table(streamed, "runs")
+    calls = {(r["run_id"], r["tool_call_id"], r["occurrence"]) for r in readings}
+    events = sum(r["events"] for r in runs)
+    said = capsys.readouterr().out
+    assert f"done; tables under {streamed}: {len(calls)} calls read ({len(readings)} readings" in said
+    assert f", {events} events in runs; dead letters: bad-field" in said
 
 
 def test_stream_source_uris_are_checked():
