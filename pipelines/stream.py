@@ -195,7 +195,6 @@ def _wait(result: Any, end_marker: str | None) -> str:
         if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
             return str(result.wait_until_finish()).rsplit(".", 1)[-1]
         if os.path.exists(end_marker):
-            _quiet_worker_threads()  # the in-process worker's threads lose their runner when it ends
             result.cancel()
             try:
                 result.wait_until_finish()
@@ -204,24 +203,6 @@ def _wait(result: Any, end_marker: str | None) -> str:
             os.remove(end_marker)
             return "ENDED"
         time.sleep(0.5)
-
-
-def _quiet_worker_threads() -> None:
-    """From now on, a thread that dies of a closed gRPC stream (the local worker's, once its job is
-    ended) dies quietly; any other thread error is printed as before."""
-    import threading
-
-    import grpc
-
-    previous = threading.excepthook
-
-    def hook(args: Any) -> None:
-        exc = args.exc_value
-        if isinstance(exc, grpc.RpcError) or (isinstance(exc, ValueError) and "gRPC" in str(exc)):
-            return
-        previous(args)
-
-    threading.excepthook = hook
 
 
 def _check(args: argparse.Namespace) -> None:

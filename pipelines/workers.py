@@ -20,11 +20,15 @@ imports overlap with the building of the job.
 
 Workers die with the launcher (`PR_SET_PDEATHSIG` on Linux) and are waited for, or
 killed, when the pool is closed: no orphans. They ignore Ctrl-C, which the launcher
-handles.
+handles. A worker's stderr passes the project's own lines (progress); anything else
+printed there (Beam's harness prints each failed bundle's traceback besides logging
+it) only when `$FOOTPRINT_AUDIT_LOG` shows errors (`pipelines.quiet`): by default a
+failed job is the launcher's one sentence.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -103,6 +107,30 @@ def _die_with_parent() -> None:
         pass
 
 
+#: How the project's own lines on stderr begin (progress lines: `transforms.read.Ticker`).
+OWN_LINES = "footprint-audit"
+
+
+class _WorkerStderr:
+    """A worker's `sys.stderr`: the project's own lines pass; other text passes only when
+    `$FOOTPRINT_AUDIT_LOG` shows errors (`pipelines.quiet`), like the log lines it stands beside."""
+
+    def __init__(self, stream: Any) -> None:
+        from .quiet import shown_level
+
+        level = shown_level()
+        self._stream = stream
+        self._all = level is not None and level <= logging.ERROR
+
+    def write(self, text: str) -> int:
+        if self._all or text.startswith(OWN_LINES):
+            return self._stream.write(text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding: the terminal's
+        return getattr(self._stream, name)
+
+
 def _serve(assignment: bytes) -> int:
     """Run one SDK worker for the runner named in `assignment` (`control URL\\nworker id`)."""
     if not assignment.strip():
@@ -110,6 +138,7 @@ def _serve(assignment: bytes) -> int:
     url, _, worker_id = assignment.decode().strip().partition("\n")
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
+    sys.stderr = _WorkerStderr(sys.stderr)
     SdkHarness(url, worker_id=worker_id).run()
     return 0
 
