@@ -18,6 +18,7 @@ from footprint_audit.transforms import input_files as read_mod
 from footprint_audit.transforms import write as write_mod
 from footprint_audit.transforms.accounting import document_run_row
 from footprint_audit.transforms.calls import join_run
+from footprint_audit.transforms.held import decode_held, unpack_held
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
@@ -132,6 +133,35 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
             equal_to([("b.jsonl", "missing-call-id")]),
             label="dead",
         )
+
+
+def _stream_items() -> list:
+    return [
+        ("a.jsonl", "event-stream", ev(0, "stream.tool_start", "c1", toolName="t")),
+        ("a.jsonl", "event-stream", ev(1, "stream.tool_start", "c2", toolName="t")),
+        ("a.jsonl", "event-stream", ev(2, "tools.absent", "c1", toolName="t", iteration=1, checked=["x"])),
+        ("a.jsonl", "event-stream", ev(3, "stream.tool_end", "c2", result=[1])),
+        ("a.jsonl", "event-stream", ev(4, "stream.tool_end", "c1", result=[])),
+        ("a.jsonl", "event-stream", ev(5, "agent.turn_end")),
+    ]
+
+
+def _indices(kv) -> tuple:
+    return kv[0], [decode_held(b)[1].index for b in unpack_held(kv[1])]
+
+
+def test_a_calls_events_of_one_bundle_cross_the_shuffle_as_one_element(monkeypatch):
+    with pipeline() as p:
+        keyed = p | beam.Create(_stream_items(), reshuffle=False) | KeyLineEvents()
+        assert_that(keyed[join_mod.KEYED] | beam.Map(_indices),
+                    equal_to([(("run-1", "c1"), [0, 2, 4]), (("run-1", "c2"), [1, 3])]))
+    # Past GATHER_BYTES the gathered keys are sent on at once: an element per event here, the same events.
+    monkeypatch.setattr(join_mod, "GATHER_BYTES", 1)
+    with pipeline() as p:
+        keyed = p | beam.Create(_stream_items(), reshuffle=False) | KeyLineEvents()
+        assert_that(keyed[join_mod.KEYED] | beam.Map(_indices),
+                    equal_to([(("run-1", "c1"), [0]), (("run-1", "c2"), [1]), (("run-1", "c1"), [2]),
+                              (("run-1", "c2"), [3]), (("run-1", "c1"), [4])]))
 
 
 def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():

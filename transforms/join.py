@@ -7,7 +7,9 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
-         (`transforms.held`), not pickled.
+         (`transforms.held`), not pickled, gathered and packed per key within a
+         bundle: a call's events are one element, not one each (the local runner
+         groups in the launcher, element by element).
 Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
          (streams), so that reading and batching them costs one element per
          group, not per call; `runs` rows (a list per recording file) or partial
@@ -37,7 +39,7 @@ from .calls import (
     run_facts_from,
 )
 from .elements import CallGroup
-from .held import decode_held, encode_held
+from .held import decode_held, encode_held, pack_held, unpack_held
 
 __all__ = [
     "JoinRecordingRuns",
@@ -97,10 +99,16 @@ class JoinRecordingRuns(beam.PTransform):
         return files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls")
 
 
+#: Held bytes a bundle gathers per key before it sends them on (the memory one bundle holds).
+GATHER_BYTES = 16 << 20
+
+
 class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
-    Counts are added up per bundle and emitted once per `(run, file)` key.
+    A key's call events (and a run's facts) are gathered within the bundle and sent on
+    as one packed element per key (`transforms.held.pack_held`), at the bundle's end or when `GATHER_BYTES`
+    are held. Counts are added up per bundle and emitted once per `(run, file)` key.
     """
 
     def __init__(self) -> None:
@@ -108,6 +116,26 @@ class _KeyEventFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._counts: dict[tuple, RunCounts] = {}
+        self._calls: dict[tuple[str, str], list[bytes]] = {}
+        self._facts: dict[str, list[bytes]] = {}
+        self._held = 0
+
+    def _gather(self, gathered: dict, key: Any, held: bytes) -> None:
+        found = gathered.get(key)
+        if found is None:
+            gathered[key] = [held]
+        else:
+            found.append(held)
+        self._held += len(held)
+
+    def _gathered(self, windowed: bool) -> Iterator[pvalue.TaggedOutput]:
+        """The gathered keys, one `(key, packed held events)` each (a bundle's end: as windowed values)."""
+        for tag, gathered in ((FACTS, self._facts), (KEYED, self._calls)):
+            for key, held in gathered.items():
+                value = (key, pack_held(held))
+                yield pvalue.TaggedOutput(tag, WindowedValue(value, 0, [GlobalWindow()]) if windowed else value)
+            gathered.clear()
+        self._held = 0
 
     def process(self, item: tuple[str, str, Event]) -> Iterable[Any]:
         source, fmt, ev = item
@@ -116,9 +144,11 @@ class _KeyEventFn(beam.DoFn):
         held = None
         if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
             held = encode_held(source, ev)
-            yield pvalue.TaggedOutput(FACTS, (run_id, held))
+            self._gather(self._facts, run_id, held)
         if kind is CALL:
-            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), held or encode_held(source, ev)))
+            self._gather(self._calls, (run_id, ev.payload["toolCallId"]), held or encode_held(source, ev))
+            if self._held >= GATHER_BYTES:
+                yield from self._gathered(windowed=False)
             return
         if kind is NOT_NEEDED:
             return
@@ -126,6 +156,7 @@ class _KeyEventFn(beam.DoFn):
         yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
 
     def finish_bundle(self) -> Iterable[Any]:
+        yield from self._gathered(windowed=True)
         yield from _bundle_counts(self._counts)
         self._counts = {}
 
@@ -137,8 +168,9 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 
 class KeyLineEvents(beam.PTransform):
-    """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, held event), `DEAD_LETTERS`,
-    `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
+    """Stream events → `KEYED` ((run_id, call_id), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
+    `COUNTS`. A key's held events of one bundle (`transforms.held.encode_held(file, Event)`) cross the shuffle
+    as one element, packed by `transforms.held.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
@@ -148,7 +180,7 @@ class KeyLineEvents(beam.PTransform):
 
 def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     run_id, held = item
-    return run_id, run_facts_from(map(decode_held, held))
+    return run_id, run_facts_from(decode_held(b) for part in held for b in unpack_held(part))
 
 
 class _JoinCallFn(beam.DoFn):
@@ -162,7 +194,7 @@ class _JoinCallFn(beam.DoFn):
 
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
         (run_id, call_id), held = item
-        items = [decode_held(b) for b in held]
+        items = [decode_held(b) for part in held for b in unpack_held(part)]
         calls = join_call_events(run_id, call_id, items, facts.get(run_id))
         count_joined(self._counts, run_id, items, calls)
         if calls:
