@@ -107,7 +107,7 @@ def _die_with_parent() -> None:
         pass
 
 
-#: How the project's own lines on stderr begin (progress lines: `transforms.read.Ticker`).
+#: How the project's own lines on stderr begin (progress lines: `transforms.progress.Ticker`).
 OWN_LINES = "footprint-audit"
 
 

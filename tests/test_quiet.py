@@ -27,7 +27,7 @@ logging.warning("a root warning")
 THREADS = """
 import threading
 import grpc
-import pipelines
+from footprint_audit import pipelines
 
 def hung_up():
     raise grpc.RpcError("StatusCode.CANCELLED: Multiplexer hanging up")
@@ -79,7 +79,7 @@ def test_a_thread_ended_by_its_closed_grpc_stream_is_quiet_and_any_other_thread_
     assert "KeyError: 'a bug in a thread'" in err and "Exception in thread bug" in err
     assert "Multiplexer" not in err and "closed channel" not in err and "hung_up" not in err
     debug = _logged("DEBUG", THREADS)
-    assert "DEBUG:pipelines.quiet:thread hung_up ended with its closed gRPC stream" in debug
+    assert "DEBUG:footprint_audit.pipelines.quiet:thread hung_up ended with its closed gRPC stream" in debug
     assert "Multiplexer hanging up" in debug and "thread closed ended" in debug
 
 

@@ -56,14 +56,14 @@ def test_two_forked_workers_write_the_same_bytes_as_one(mixed_input, tmp_path):
 # made before the pool is forked, so both workers carry it).
 FAILING_JOB = """
 import sys
-import pipelines
-import transforms.read_calls as read_calls
+from footprint_audit import pipelines
+from footprint_audit.transforms import apply_readers
 
 def broken(*args, **kwargs):
     raise RuntimeError("a reader broke")
 
-read_calls.reading_row = broken
-from pipelines import cli
+apply_readers.reading_row = broken
+from footprint_audit.pipelines import cli
 sys.exit(cli.main(["reassess", *sys.argv[1:]]))
 """
 
@@ -76,7 +76,7 @@ def test_a_failed_job_on_two_workers_is_one_sentence_without_the_workers_traceba
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 1
     assert res.stderr.splitlines() == ["footprint-audit reassess: the job failed and nothing was published: "
-                                       "RuntimeError: a reader broke [while running 'ReadCalls/ReadEachCall']"], res.stderr
+                                       "RuntimeError: a reader broke [while running 'ApplyReaders/ReadEachCall']"], res.stderr
     assert not (tmp_path / "o" / "readings").exists()
 
 

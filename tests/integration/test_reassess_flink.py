@@ -30,7 +30,7 @@ def test_reassess_on_flink_as_a_user_runs_it_prints_only_its_own_lines(flink_arg
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("FOOTPRINT_AUDIT_LOG", "FOOTPRINT_AUDIT_WORKERS")}
-    res = subprocess.run([sys.executable, "-m", "pipelines.cli", "reassess", *ARGS, "--output", str(tmp_path / "o"),
+    res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *ARGS, "--output", str(tmp_path / "o"),
                           *flink_args(streaming=False, parallelism=2)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0 and res.stderr == "", res.stderr[-3000:]
