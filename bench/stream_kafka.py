@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", choices=["throughput", "latency"], action="append", default=[])
     args = ap.parse_args(argv)
     from kafka_local import KafkaBroker
-    from footprint_audit.pipelines.jars import ensure_jars
+    from tools.jars import ensure_jars
 
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     try:

@@ -1,4 +1,4 @@
-"""Entry points: `reassess` (batch), `stream` (streaming), `report`, and the CLI."""
+"""Entry points: `reassess` (batch), `stream` (streaming), `report`, `diff`, and the CLI."""
 
 from importlib import metadata as _metadata
 

@@ -1,4 +1,4 @@
-"""The `footprint-audit` command: `reassess`, `stream`, `report`.
+"""The `footprint-audit` command: `reassess`, `stream`, `report`, `diff`.
 
 Pattern: a thin dispatcher; each subcommand owns its flags (`run(argv)`).
 Role:    the console script. A user's mistake is one sentence on stderr and
@@ -21,6 +21,8 @@ commands:
             audit runs as their events arrive (Kafka, Pub/Sub, files)
   report    DIR [--html FILE]
             what the readings say, in the terminal or as one HTML file
+  diff      OLD_DIR NEW_DIR [--html FILE] [--output DIR]
+            which verdicts moved between two outputs (exit 1 when some did)
 
 `footprint-audit --version` prints the version.
 `footprint-audit COMMAND --help` for a command's options.
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         from .stream import run
     elif command == "report":
         from .report import run
+    elif command == "diff":
+        from .diff import run
     else:
         print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -5,11 +5,12 @@ Role:    a job writes its tables under `OUT/_staging/<token>/`; only when the
          whole job succeeded does `publish` replace `OUT/<table>/` with them,
          so an interrupted or failed run never leaves partial or mixed
          output, and running twice gives the same files.
-         Publishing is three renames, so it is journalled: `publish` first
+         Publishing is four renames (the three tables and the manifest of the
+         files read), so it is journalled: `publish` first
          writes `OUT/_staging/_PUBLISHING` naming the staged folder; a process
          killed between the renames leaves that note, and the next job (or
          `clean_stale_staging`) finishes the swap before anything else, so the
-         three tables always come from one run.
+         tables and the manifest always come from one job.
          Each staging folder holds its owner's note (`ownership.OWNER`); a job
          removes only its own staging folder (`discard`) or one whose owner is
          gone, never another live job's. `publish` writes the ownership marker
@@ -29,7 +30,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from footprint_audit.schemas.tables import TABLES
+from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
+from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 
 from footprint_audit.transforms.write import part_name
 
@@ -39,6 +41,8 @@ from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker
 __all__ = ["new_staging", "publish", "discard", "clean_stale_staging", "summarize", "summary_figures", "table_files", "is_local"]
 
 STAGING = "_staging"
+#: What a publish swaps in: the three tables and the manifest of the files read (`pipelines.manifest`).
+PUBLISHED = {**TABLES, MANIFEST_TABLE: MANIFEST}
 #: The journal note of a publish in progress (it holds the staged folder's name).
 PUBLISHING = "_PUBLISHING"
 
@@ -120,19 +124,22 @@ def table_files(directory: str, table: str) -> list[str]:
     return sorted(str(p) for p in d.rglob("*.parquet"))
 
 
-def _ensure_table(staged: str, table: str) -> None:
-    """A table with no rows still gets one (empty) file, so every glob finds its schema."""
+def _ensure_table(staged: str, table: str, partition_by: str | None = None) -> None:
+    """A table with no rows still gets one (empty) file, so every glob finds its schema
+    (in the null partition's folder when the table is partitioned)."""
     if table_files(staged, table):
         return
     d = Path(staged) / table
+    if partition_by and PARTITION_KEYS[partition_by][0] == table:
+        d = d / f"{partition_by}={HIVE_NULL}"
     d.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([], schema=TABLES[table]), d / part_name(0, 1), compression="zstd")
+    pq.write_table(pa.Table.from_pylist([], schema=PUBLISHED[table]), d / part_name(0, 1), compression="zstd")
 
 
-def publish(staged: str, out: str) -> None:
+def publish(staged: str, out: str, partition_by: str | None = None) -> None:
     """Replace `OUT/<table>/` by the staged tables: journalled, so a kill part-way is finished later."""
-    for table in TABLES:
-        _ensure_table(staged, table)
+    for table in PUBLISHED:
+        _ensure_table(staged, table, partition_by)
     staged_path = Path(staged)
     write_marker(out)  # before any table is moved in: every published table is marked as this tool's
     marker = Path(out) / STAGING / PUBLISHING
@@ -144,7 +151,7 @@ def publish(staged: str, out: str) -> None:
 
 def _swap(out: str, staged: Path) -> None:
     """Move each staged table into place (idempotent: a table already moved is skipped), then clean up."""
-    for table in TABLES:
+    for table in PUBLISHED:
         source = staged / table
         if not source.is_dir():
             continue  # moved by the interrupted publish
@@ -168,10 +175,12 @@ def _read(out: str, table: str, columns: list[str]) -> pa.Table:
     else:
         from apache_beam.io.filesystems import FileSystems
 
-        found = FileSystems.match([FileSystems.join(out, table, "*.parquet")])[0].metadata_list
+        patterns = [FileSystems.join(out, table, "*.parquet"), FileSystems.join(out, table, "*", "*.parquet")]
+        # flat or partitioned; a store whose `*` also crosses `/` lists a file under both patterns
+        found = {m.path for result in FileSystems.match(patterns) for m in result.metadata_list}
         parts = []
-        for meta in sorted(found, key=lambda m: m.path):
-            with FileSystems.open(meta.path) as f:
+        for path in sorted(found):
+            with FileSystems.open(path) as f:
                 parts.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
     if not parts:
         return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))

@@ -27,8 +27,9 @@ __all__ = ["OutputTarget", "spill_folder"]
 class OutputTarget:
     """The output folder of one job: `staging` is where its pipeline writes the tables."""
 
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, partition_by: str | None = None) -> None:
         self.out = out
+        self.partition_by = partition_by
         self.local = is_local(out)
         self.staging = out
         self._lock: OutputLock | None = None
@@ -64,7 +65,7 @@ class OutputTarget:
     def publish(self) -> None:
         """Put the finished tables in place (local: the journalled swap; remote: renames, the marker after them)."""
         if self.local:
-            output.publish(self.staging, self.out)
+            output.publish(self.staging, self.out, self.partition_by)
             self._staged = False
         else:
             remote_output.publish(self.staging, self.out)

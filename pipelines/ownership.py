@@ -20,6 +20,7 @@ import os
 import socket
 from pathlib import Path
 
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.schemas.tables import TABLES
 
 from .errors import OutputError
@@ -145,7 +146,7 @@ def check_owned(out: str, found: list[str] | None = None, owned: bool | None = N
     local `out` when not given (a remote output's are listed by the caller).
     """
     if found is None:
-        found = [table for table in TABLES if os.path.lexists(os.path.join(out, table))]
+        found = [table for table in (*TABLES, MANIFEST_TABLE) if os.path.lexists(os.path.join(out, table))]
     if owned is None:
         owned = os.path.isfile(os.path.join(out, MARKER))
     if found and not owned:

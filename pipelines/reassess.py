@@ -3,7 +3,7 @@
 Reads recorded agentfootprint runs (recording envelopes, recordings, events
 arrays, JSON Lines event streams, SSE captures; gzip and zstd too), joins
 each tool call's door with the value the model read, runs the upstream
-readers per call and writes three tables (READINGS.md): `readings` (one row
+readers per call and writes three tables (docs/output.md): `readings` (one row
 per call), `dead_letters` (everything that could not be read, with a reason)
 and `runs` (where every event went).
 
@@ -27,20 +27,28 @@ Run on Dataflow::
 `pipelines.remote_output`. On the local runner the join and the writer spill to local disk:
 `transforms.spill_join`.)
 
+`--incremental` reads only the input files the output's manifest has not seen
+(by name, size and sha256) and adds their rows beside the published ones
+(`pipelines.incremental`).
+
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
+
+`--partition-by ended_date` writes `readings` Hive-partitioned by the call's UTC
+date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import os
 import shutil
 import sys
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -49,31 +57,32 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.schemas.tables import PARTITION_KEYS
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms import input_files as read_mod
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.reading_rows import READER_VERSION
 from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.write import WriteTables
 
-from . import output, version
-from .cached_jars import cached_job_server
+from . import incremental, output, version
+from . import manifest as manifest_mod
+from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
-from .inputs import check_inputs, expand_inputs
+from .inputs import check_inputs, display_name, expand_inputs
 from .listing import ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
-from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
 from .workers import WorkerPool, default_workers
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
-_View = TypeVar("_View", bound=PipelineOptions)
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
@@ -81,10 +90,6 @@ BYTES_PER_SHARD = 256 << 20
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
-#: Type-check the job's graph on the local runner (off by default there; Beam's default elsewhere).
-_TYPE_CHECK = "--pipeline_type_check"
-#: Flags this command reads from what its parser leaves over (not Beam's: not handed to Beam).
-_LEFTOVER_FLAGS = (_TYPE_CHECK,)
 
 
 def _rate(text: str) -> float:
@@ -112,6 +117,9 @@ def _parser() -> FlagParser:
                         "partition of more than N bytes split again before it is joined in memory (peak memory "
                         "follows N, not the input); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
+                   help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
+                        "readings/ended_date=YYYY-MM-DD/part-….parquet")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
@@ -120,6 +128,9 @@ def _parser() -> FlagParser:
                    help="exit with code 3 (after writing the tables) when dead letters are more than R "
                         "(0..1) of the events read")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
+    p.add_argument("--incremental", action="store_true",
+                   help="read only the input files the output has not seen (by name, size and sha256) and add "
+                        "their rows; a changed file's rows are replaced")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
 
@@ -144,6 +155,7 @@ def build_pipeline(
     output: str | None = None,
     spill: str | None = None,
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+    partition_by: str | None = None,
 ) -> None:
     """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
@@ -155,6 +167,7 @@ def build_pipeline(
     would move the list for nothing. `spill`: a local folder for the join's spill files
     (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`);
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
+    `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
     # --- listing on the workers (issue 17) ---
     listed = (
@@ -199,8 +212,9 @@ def build_pipeline(
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
+    partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
     write_spill = None if spill is None else os.path.join(spill, "tables")
-    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill)
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions)
 
 
 def shards_for(total_bytes: int) -> int:
@@ -225,13 +239,19 @@ def _recording_claims(rows: list[dict]) -> list:
     return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
+_View = TypeVar("_View", bound=PipelineOptions)
+
+
 class LocalRunOptions(PipelineOptions):
     """Beam's options for a local run, each view (`view_as`) made once and kept.
 
     Beam takes views of a job's options a few hundred times while it builds and runs
     it, and each new view builds an argument parser for its class and parses the flags
-    again (about 0.1 s a job). Every view of one options object shares its values, so
-    one view per class serves every ask. Adds no option of its own.
+    again. Every view of one options object shares its values (`view_as`'s documented
+    behaviour), so one view per class serves every ask: about 0.04 s of a local job's
+    fixed cost (bench/README.md). Public API only (an override of `view_as`);
+    `tests/test_reassess_options.py` fails if Beam's views stop sharing their values.
+    Adds no option of its own.
     """
 
     def __init__(self, flags: list[str] | None = None, **kwargs: Any) -> None:
@@ -258,17 +278,12 @@ def _flag_given(beam_args: list[str], name: str) -> bool:
     return any(a == name or a.startswith(name + "=") for a in beam_args)
 
 
-def _for_beam(beam_args: list[str]) -> list[str]:
-    """The flags Beam parses: without this command's leftover flags (Beam would warn they are unknown)."""
-    return [a for a in beam_args if a not in _LEFTOVER_FLAGS]
-
-
 def _workers(workers: int | None, beam_args: list[str]) -> int:
     """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
     if workers is not None:
         return workers
     if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
-        asked = PipelineOptions(_for_beam(beam_args)).view_as(DirectOptions).direct_num_workers
+        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
         if asked is not None:
             return asked or default_workers()
     return default_workers()
@@ -289,8 +304,6 @@ def _pipeline_options(
     `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
     the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
     """
-    type_check = _TYPE_CHECK in beam_args
-    beam_args = _for_beam(beam_args)
     options = PipelineOptions(beam_args)
     runner = options.view_as(StandardOptions).runner
     if runner is not None:
@@ -299,13 +312,10 @@ def _pipeline_options(
         return options, None, True
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
-    # The job's graph is fixed and type-checked by its tests (TestPipeline checks by
-    # default); checking it again at each local run costs about 30 ms.
-    unchecked = {} if type_check else {"pipeline_type_check": False}
     if pool is None or workers == 1:
-        return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
+        return LocalRunOptions(beam_args), FnApiRunner(), workers > 1
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
-    local = LocalRunOptions(beam_args, direct_num_workers=workers, **unchecked)
+    local = LocalRunOptions(beam_args, direct_num_workers=workers)
     return local, FnApiRunner(default_environment=ExternalEnvironment(pool)), True
 
 
@@ -321,18 +331,23 @@ def run(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     out = args.output
     try:
-        check_beam_args(beam_args, parser.long_flags + list(_LEFTOVER_FLAGS))
+        check_beam_args(beam_args, parser.long_flags)
         if args.max_event_bytes < 1:
             raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
-        FileSystems.set_options(PipelineOptions(_for_beam(beam_args)))
+        FileSystems.set_options(PipelineOptions(beam_args))
         check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
+        if args.incremental:
+            if args.partition_by:
+                raise UsageError("--incremental and --partition-by cannot be used together yet: "
+                                 "re-assess a partitioned output in full")
+            incremental.check_local(out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
-    target = OutputTarget(out)
+    target = OutputTarget(out, args.partition_by)
     try:
         target.open()
     except UsageError as exc:
@@ -342,6 +357,12 @@ def run(argv: list[str] | None = None) -> int:
         _say(str(exc))
         return exc.exit_code
     try:
+        if args.incremental:  # refused before anything is read: an output of another kind, other declarations
+            try:
+                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION)
+            except UsageError as exc:
+                _say(str(exc))
+                return 2
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
             return _run_job(args, beam_args, declarations, target)
     finally:
@@ -353,28 +374,72 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     """Build, run and publish the job into `target` (opened); returns the exit code."""
     try:
         beam_args = cached_job_server(beam_args)
-    except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
+    except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
     workers = _workers(args.workers, beam_args)
     named_runner = runner_of(beam_args)
+    plan = None
+    listed = None  # the launcher lists the inputs only for an increment, or for a local output's manifest
+    if args.incremental:
+        listed = _listed(args.input, target.out)
+        plan = incremental.plan_increment(args.manifest, listed.names, listed.hashes.get, listed.sizes)
+        if not plan.new and not plan.changed:
+            if not args.no_progress:
+                _say("no new or changed input file: the output is left as it is")
+            return _finish(args, target.out)
     if not args.no_progress:
-        _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
+        if plan is None:
+            _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
+        else:
+            _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     spill = None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
-        pipeline = beam.Pipeline(runner=runner, options=options)
         spill = None if named_runner else spill_folder(target)
-        build_pipeline(pipeline, args.input, target.staging, declarations, args.shards, args.max_event_bytes,
-                       not args.no_progress, spread, target.out, spill, args.spill_partition_bytes)
-        pipeline.run().wait_until_finish()
+        jobs = 0
+
+        def execute(patterns: list[str], staging: str, again: bool = False) -> None:
+            """Run the job over `patterns`; `again`: a second pass, on one worker in this process
+            when the pool served the first (its workers serve one job each)."""
+            nonlocal jobs
+            jobs += 1
+            opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
+                                     else (options, runner, spread))
+            pipeline = beam.Pipeline(runner=run_on, options=opts)
+            build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
+                           not args.no_progress, spread_, target.out,
+                           None if spill is None else os.path.join(spill, f"job-{jobs}"),
+                           args.spill_partition_bytes, args.partition_by)
+            pipeline.run().wait_until_finish()
+
+        if plan is None:
+            execute(list(args.input), target.staging)
+        else:
+            paths = listed.local_paths
+
+            def execute_files(names: list[str], staging: str, again: bool = False) -> None:
+                execute([literal_pattern(paths.get(n, n)) for n in names], staging, again)
+
+            incremental.read_increment(plan, listed.names, target.out, target.staging, execute_files,
+                                       None if args.no_progress else _say)
+        if target.local:
+            if listed is None:  # after the job: the files it read, for the manifest
+                listed = _listed(args.input, target.out)
+            manifest_mod.stage_manifest(target.staging, plan.read if plan else listed.names, listed.sizes,
+                                        listed.hashes, plan.increment if plan else 1, READER_VERSION,
+                                        declarations, args.declarations, plan.manifest if plan else [])
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
         return INTERRUPTED_EXIT
+    except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
+        target.discard()
+        _say(f"{exc}; nothing was published")
+        return 2
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
         target.discard()
         where = f" on {named_runner}" if named_runner else ""
@@ -386,6 +451,32 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
     return _finish(args, target.out)
+
+
+class _Listed(NamedTuple):
+    """The inputs as the launcher lists them: the names the tables show, the local paths of
+    those opened under another name (not UTF-8), and each name's size and sha256."""
+
+    names: list[str]
+    local_paths: dict[str, str]
+    sizes: dict[str, int]
+    hashes: dict[str, str | None]
+
+
+def _listed(patterns: list[str], out: str) -> _Listed:
+    inputs = expand_inputs(patterns, out)
+    names = [display_name(path) for path, _size in inputs]
+    return _Listed(
+        names,
+        {name: path for name, (path, _size) in zip(names, inputs) if name != path},
+        {name: size for name, (_path, size) in zip(names, inputs)},
+        {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)},
+    )
+
+
+def literal_pattern(path: str) -> str:
+    """A pattern that names exactly `path`, whatever characters it holds."""
+    return glob.escape(path) if glob.has_magic(path) else path
 
 
 def _finish(args: argparse.Namespace, out: str) -> int:

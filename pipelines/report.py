@@ -1,10 +1,13 @@
 """`footprint-audit report DIR [--html FILE]`: the audit of an output directory.
 
 Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
-       dead_letters/, runs/, window subfolders included) with DuckDB through
-       the views of `schemas/views.sql` — the one place the summaries are
-       defined — and prints them as aligned text tables, worst tools first.
-       With `--html FILE` it also writes one self-contained HTML page
+       dead_letters/, runs/; flat, partitioned by `reassess --partition-by`
+       or in the stream's window subfolders) with DuckDB through the views
+       of `schemas/views.sql` — the one place the summaries are defined —
+       and prints them as aligned text tables: tools worst first (by the
+       lower 95% bound of their undeclared-empty + unknown share), outcomes,
+       door disagreements, runs, dead letters by reason and by file, and how
+       the headline figures fit together. With `--html FILE` it also writes one self-contained HTML page
        (`pipelines.report_html`). Only the current reading of a call counts:
        its latest revision.
 Emits: text on stdout, the HTML file when asked; one sentence on stderr and
@@ -21,17 +24,24 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
 import pyarrow as pa
 
+from footprint_audit.pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
 from footprint_audit.schemas.tables import TABLES
+
+from .report_summary import Row, Summary
+
+from .manifest import build_note
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
+
+#: The views the report computes once, as temporary tables (each is read by many summaries).
+MATERIALIZED = ("readings_current", "call_buckets")
 
 #: (column of tool_summary, label) — emptiness of the calls read, worst kinds first.
 EMPTINESS = (
@@ -55,29 +65,17 @@ OUTCOMES = (
 #: How many door disagreements the terminal lists; the view holds them all.
 MAX_LISTED = 50
 
-#: How many calls the HTML page lists under its charts.
-MAX_HTML_CALLS = 5000
+#: How many door disagreements the HTML page lists (the page says so when it cuts).
+MAX_HTML_DISAGREEMENTS = 500
 
-Row = dict[str, Any]
+#: How many calls the HTML page lists under its charts (the page says so when it cuts).
+MAX_HTML_CALLS = 2000
 
+#: How many dead letters the HTML page lists with their detail and raw bytes.
+MAX_HTML_DEAD_LETTERS = 100
 
 class ReportError(Exception):
     """A problem the user can fix, told in one sentence (exit code 2)."""
-
-
-@dataclass
-class Summary:
-    """Everything the report shows, as the views returned it."""
-
-    out_dir: Path
-    totals: Row
-    tools: list[Row]
-    unknown_reasons: dict[str, list[tuple[str, int]]]
-    disagreements: list[Row]
-    timeline: list[Row]
-    runs: Row
-    dead_letter_reasons: list[Row]
-    calls: list[Row] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ input
@@ -141,6 +139,8 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
         if table is not None and not tables[table]:
             con.register(f"{name}__empty", pa.Table.from_pylist([], schema=TABLES[table]))
             statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty"
+        elif name in MATERIALIZED:  # read once for every summary, not once per query
+            statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP TABLE", statement, count=1)
         try:
             con.execute(statement.replace("{out}", _sql_path(out)))
         except duckdb.Error as err:
@@ -165,21 +165,46 @@ _EMPTINESS_ORDER = "CASE emptiness_label " + " ".join(
 
 
 def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
-    """Query every view the report shows."""
+    """Query every view the report shows (`with_calls`: also what only the HTML page lists)."""
     reasons: dict[str, list[tuple[str, int]]] = {}
     for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
         reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
-    return Summary(
+    spans = fetch(con, "SELECT * FROM time_span")
+    summary = Summary(
         out_dir=out,
         totals=fetch(con, "SELECT * FROM reading_totals")[0],
         tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
         unknown_reasons=reasons,
         disagreements=fetch(
-            con, "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
+            con,
+            "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
+            f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}",
         ),
+        disagreement_count=int(fetch(con, "SELECT COUNT(*) AS n FROM door_disagreements")[0]["n"]),
         timeline=fetch(con, "SELECT * FROM emptiness_timeline ORDER BY bucket, emptiness_label"),
         runs=fetch(con, "SELECT * FROM run_summary")[0],
         dead_letter_reasons=fetch(con, "SELECT * FROM dead_letter_reasons ORDER BY letters DESC, reason"),
+        figures=fetch(con, "SELECT * FROM report_figures")[0],
+        dead_letter_files=fetch(
+            con, "SELECT * FROM dead_letter_files ORDER BY source_file, first_index NULLS FIRST, reason"
+        ),
+        span=spans[0] if spans else None,
+        tool_timeline=fetch(
+            con,
+            "SELECT t.* FROM tool_timeline AS t JOIN (SELECT tool FROM tool_summary WHERE tool IN"
+            f" (SELECT tool FROM tool_timeline) ORDER BY worst_rank LIMIT {MAX_TOOL_PANELS}) USING (tool)"
+            " ORDER BY t.tool, t.bucket",
+        )
+        if with_calls
+        else [],
+        timed_tools=[r["tool"] for r in fetch(con, "SELECT DISTINCT tool FROM tool_timeline ORDER BY tool")],
+        dead_letters=fetch(
+            con,
+            "SELECT * FROM dead_letter_list ORDER BY source_file, event_index NULLS FIRST, reason"
+            f" LIMIT {MAX_HTML_DEAD_LETTERS}",
+        )
+        if with_calls
+        else [],
         calls=fetch(
             con,
             f"SELECT * FROM call_list ORDER BY worst_rank, {_EMPTINESS_ORDER},"
@@ -187,7 +212,12 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         )
         if with_calls
         else [],
+        max_calls=MAX_HTML_CALLS,
+        max_dead_letters=MAX_HTML_DEAD_LETTERS,
+        build=build_note(str(out)),
     )
+    summary.fit = reconciliation(summary)
+    return summary
 
 
 # ------------------------------------------------------------------ text
@@ -227,16 +257,22 @@ def unknown_because(reasons: list[tuple[str, int]]) -> str:
     return ", ".join(f"{reason} {n}" for reason, n in reasons)
 
 
+def bound(value: Any) -> str:
+    """A share (0..1) as a percentage with one decimal, '-' when there is none."""
+    return "-" if value is None else f"{100.0 * float(value):.1f}%"
+
+
 def emptiness_section(s: Summary) -> str:
-    headers = ["tool", "calls", "read"] + [label for _, label in EMPTINESS] + ["door-disagrees", "unknown because"]
+    headers = (["tool", "calls", "read"] + [label for _, label in EMPTINESS]
+               + ["bad 95% low", "door-disagrees", "unknown because"])
     rows = [
         [t["tool"], t["calls"], t["read"]]
         + [share(t[col], t["read"]) for col, _ in EMPTINESS]
-        + [t["door_disagrees"], unknown_because(s.unknown_reasons.get(t["tool"], []))]
+        + [bound(t["offending_low"]), t["door_disagrees"], unknown_because(s.unknown_reasons.get(t["tool"], []))]
         for t in s.tools
     ]
-    title = "Emptiness per tool, worst first (shares of the calls read)"
-    return title + "\n" + text_table(headers, rows)
+    title = "Emptiness per tool (shares of the calls read; bad = undeclared-empty or unknown)"
+    return title + "\n" + text_table(headers, rows) + f"\n\n  {RANK_RULE[0].upper() + RANK_RULE[1:]}."
 
 
 def outcome_section(s: Summary) -> str:
@@ -251,7 +287,7 @@ def door(row: Row) -> str:
 
 
 def disagreement_section(s: Summary) -> str:
-    title = f"Calls where the door and the bytes disagree ({len(s.disagreements)})"
+    title = f"Calls where the door and the bytes disagree ({s.disagreement_count})"
     if not s.disagreements:
         return title + "\n  none"
     headers = ["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door", "door"]
@@ -261,20 +297,23 @@ def disagreement_section(s: Summary) -> str:
         for d in shown
     ]
     table = text_table(headers, rows)
-    more = len(s.disagreements) - len(shown)
+    more = s.disagreement_count - len(shown)
     return title + "\n" + table + (f"\n  … and {more} more: see the door_disagreements view" if more else "")
 
 
 def runs_section(s: Summary) -> str:
-    r = s.runs
+    r, f = s.runs, s.figures
     pairs = [
         ("runs", r["runs"]),
-        ("input files", r["source_files"]),
-        ("events", r["events"]),
+        ("input files", f["input_files"]),
+        ("files with runs", f["files_with_runs"]),
+        ("files with dead letters only", f["files_with_dead_letters_only"]),
+        ("events read", f["events_read"]),
+        ("events in runs", r["events"]),
         ("events used", r["events_used"]),
         ("events not needed", r["events_not_needed"]),
         ("dead letters of runs", r["run_dead_letters"]),
-        ("tool calls", r["tool_calls"]),
+        ("tool calls with a tool_end", r["tool_calls"]),
         ("incomplete runs", r["incomplete_runs"]),
         ("dropped events", r["dropped_events"]),
         ("served under policy", r["runs_served_under_policy"]),
@@ -284,13 +323,41 @@ def runs_section(s: Summary) -> str:
     return "Runs\n" + text_table(["", "count"], pairs)
 
 
+def reconciliation(s: Summary) -> list[tuple[str, bool]]:
+    """How the headline figures fit together: (sentence, holds) per identity (views.sql, report_figures)."""
+    f = s.figures
+    calls, ended, other = int(f["calls"]), int(f["calls_from_tool_end"]), int(f["calls_without_tool_end"])
+    return [
+        (f"calls {calls} = {ended} whose tool_end was read from a file + {other} read from a run's history"
+         " or never ended", calls == ended + other),
+        (f"calls with a tool_end {ended} = tool calls counted in runs {f['run_tool_calls']}",
+         ended == int(f["run_tool_calls"])),
+        (f"input files {f['input_files']} = {f['files_with_runs']} with runs + {f['files_with_dead_letters_only']}"
+         " with dead letters only",
+         int(f["input_files"]) == int(f["files_with_runs"]) + int(f["files_with_dead_letters_only"])),
+        (f"events read {f['events_read']} = {f['run_events']} in runs + {f['dead_letters_outside_runs']}"
+         " dead letters outside any run",
+         int(f["events_read"]) == int(f["run_events"]) + int(f["dead_letters_outside_runs"])),
+        (f"dead letters {f['dead_letters']} = {f['run_dead_letters']} of runs + {f['dead_letters_outside_runs']}"
+         " outside any run",
+         int(f["dead_letters"]) == int(f["run_dead_letters"]) + int(f["dead_letters_outside_runs"])),
+    ]
+
+
+def reconciliation_section(s: Summary) -> str:
+    lines = [f"  {'ok ' if holds else 'NO '} {sentence}" for sentence, holds in s.fit]
+    return "How the figures fit together\n" + "\n".join(lines)
+
+
 def dead_letter_section(s: Summary) -> str:
     total = sum(int(d["letters"]) for d in s.dead_letter_reasons)
     title = f"Dead letters by reason ({total})"
     if not s.dead_letter_reasons:
         return title + "\n  none"
     rows = [[d["reason"], d["letters"], d["files"], d["runs"]] for d in s.dead_letter_reasons]
-    return title + "\n" + text_table(["reason", "letters", "files", "runs"], rows)
+    by_file = [[d["source_file"], d["reason"], d["letters"]] for d in s.dead_letter_files]
+    return (title + "\n" + text_table(["reason", "letters", "files", "runs"], rows)
+            + "\n\nDead letters by file\n" + text_table(["source file", "reason", "letters"], by_file))
 
 
 def headline(s: Summary) -> str:
@@ -298,6 +365,7 @@ def headline(s: Summary) -> str:
     superseded = f", {t['superseded_rows']} earlier revisions left out" if t["superseded_rows"] else ""
     return (
         f"Audit of {clean(s.out_dir)}\n"
+        f"  {clean(s.build)}\n"
         f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
         f" ({t['reading_rows']} reading rows{superseded})"
     )
@@ -309,7 +377,7 @@ def render_text(s: Summary) -> str:
         body = ["No readings: no tool calls under this directory."]
     else:
         body = [emptiness_section(s), outcome_section(s), disagreement_section(s)]
-    body += [runs_section(s), dead_letter_section(s)]
+    body += [runs_section(s), dead_letter_section(s), reconciliation_section(s)]
     return "\n\n".join([headline(s)] + body) + "\n"
 
 
@@ -328,8 +396,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_html(summary: Summary, path: Path) -> None:
-    from footprint_audit.pipelines.report_html import build_html
-
     try:
         path.write_text(build_html(summary), encoding="utf-8")
     except OSError as err:

@@ -1,4 +1,4 @@
--- The audit summaries as SQL views over the Parquet output (issue 6).
+-- The audit summaries as SQL views over the Parquet output.
 --
 -- Role:   one source of truth for `footprint-audit report`: pipelines/report.py
 --         runs this file in DuckDB and only formats what the views return.
@@ -7,11 +7,13 @@
 --           sed 's#{out}#/data/out#g' schemas/views.sql | duckdb audit.db
 --         In BigQuery, replace the three source views (readings_all,
 --         dead_letters, runs) by your tables, and `date_trunc(grain, t)` in
---         call_buckets by `TIMESTAMP_TRUNC(t, <grain>)`; the rest is plain SQL
---         (QUALIFY, window functions, SUM(CASE ...)).
+--         call_buckets by `TIMESTAMP_TRUNC(t, <grain>)` (ISOWEEK for week);
+--         the rest is plain SQL (QUALIFY, window functions, SUM(CASE ...)).
 -- Notes:  `**` also matches files directly under the table folder, so batch
---         output (readings/*.parquet) and streaming output
---         (readings/window=.../*.parquet) read alike. Timestamps are UTC: the
+--         output (readings/*.parquet), partitioned output
+--         (readings/ended_date=.../*.parquet, `reassess --partition-by`) and
+--         streaming output (readings/window=.../*.parquet) read alike: every
+--         column is in the files, the folder names are not read. Timestamps are UTC: the
 --         report sets the session time zone to UTC before bucketing.
 --         Statements end with ';' at the end of a line, and no string below
 --         holds a ';' (report.py splits on it).
@@ -86,10 +88,10 @@ FROM calls
 GROUP BY tool;
 
 -- Shares (0..1, `/` is a real division in DuckDB and BigQuery; NULL where
--- nothing was read) and the worst-first rank:
--- the largest share of undeclared-empty + unknown first, then the most
--- door disagreements, then the most calls.
-CREATE OR REPLACE VIEW tool_summary AS
+-- nothing was read), and the 95% Wilson interval of the offending share
+-- (undeclared-empty + unknown over the calls read): with few calls read the
+-- interval is wide and its lower bound low, so one bad call ranks below many.
+CREATE OR REPLACE VIEW tool_shares AS
 SELECT
   *,
   ran / calls AS ran_share,
@@ -104,11 +106,29 @@ SELECT
   CASE WHEN read > 0 THEN clarify / read END AS clarify_share,
   CASE WHEN read > 0 THEN emptiness_unknown / read END AS emptiness_unknown_share,
   CASE WHEN read > 0 THEN offending / read END AS offending_share,
+  CASE WHEN read > 0 THEN
+    (offending / read + 1.959964 * 1.959964 / (2 * read)
+     - 1.959964 * SQRT((offending / read) * (1 - offending / read) / read + 1.959964 * 1.959964 / (4 * read * read)))
+    / (1 + 1.959964 * 1.959964 / read)
+  END AS offending_low,
+  CASE WHEN read > 0 THEN
+    (offending / read + 1.959964 * 1.959964 / (2 * read)
+     + 1.959964 * SQRT((offending / read) * (1 - offending / read) / read + 1.959964 * 1.959964 / (4 * read * read)))
+    / (1 + 1.959964 * 1.959964 / read)
+  END AS offending_high
+FROM tool_counts;
+
+-- The worst-first rank: the highest lower bound of the offending share first
+-- (volume and rate together), then the share itself, the offending calls,
+-- the door disagreements, the calls, the name.
+CREATE OR REPLACE VIEW tool_summary AS
+SELECT
+  *,
   ROW_NUMBER() OVER (
-    ORDER BY CASE WHEN read > 0 THEN offending / read ELSE 0 END DESC,
+    ORDER BY COALESCE(offending_low, 0) DESC, COALESCE(offending_share, 0) DESC,
              offending DESC, door_disagrees DESC, calls DESC, tool
   ) AS worst_rank
-FROM tool_counts;
+FROM tool_shares;
 
 -- Why the unknown readings could not be counted, per tool.
 CREATE OR REPLACE VIEW unknown_reasons AS
@@ -129,21 +149,27 @@ WHERE c.door_disagrees;
 
 -- ---------------------------------------------------------------- over time
 
--- Each call's time bucket: by minute when the calls span up to 3 hours, by
--- hour up to 5 days, else by day (UTC). Calls without ended_at have none.
-CREATE OR REPLACE VIEW call_buckets AS
+-- The span of ended_at and the bucket size it gives: minute up to 3 hours,
+-- hour up to 5 days, day up to 120 days, week up to 3 years, else month (UTC).
+CREATE OR REPLACE VIEW time_span AS
 WITH span AS (
   SELECT MIN(ended_at) AS lo, MAX(ended_at) AS hi FROM calls
-), grain AS (
-  SELECT CASE
+)
+SELECT lo, hi, CASE
     WHEN hi - lo <= INTERVAL 3 HOUR THEN 'minute'
     WHEN hi - lo <= INTERVAL 5 DAY THEN 'hour'
-    ELSE 'day'
+    WHEN hi - lo <= INTERVAL 120 DAY THEN 'day'
+    WHEN hi - lo <= INTERVAL 1095 DAY THEN 'week'
+    ELSE 'month'
   END AS grain
-  FROM span
-)
+FROM span
+WHERE lo IS NOT NULL;
+
+-- Each call's time bucket (the start of its minute, hour, day, ISO week or
+-- month). Calls without ended_at have none.
+CREATE OR REPLACE VIEW call_buckets AS
 SELECT c.run_id, c.tool_call_id, c.occurrence, g.grain, date_trunc(g.grain, c.ended_at) AS bucket
-FROM calls AS c CROSS JOIN grain AS g
+FROM calls AS c CROSS JOIN time_span AS g
 WHERE c.ended_at IS NOT NULL;
 
 -- Readings over time, per emptiness (calls not read under 'not read').
@@ -153,13 +179,27 @@ FROM call_buckets AS b
 JOIN calls AS c USING (run_id, tool_call_id, occurrence)
 GROUP BY b.bucket, b.grain, c.emptiness_label;
 
--- The calls behind every bar: one row per call with its tool's rank and its
--- time bucket (NULL without ended_at).
-CREATE OR REPLACE VIEW call_list AS
+-- Per tool and time bucket: calls, calls read and each emptiness, for the
+-- rates per tool over time.
+CREATE OR REPLACE VIEW tool_timeline AS
 SELECT
-  c.tool, s.worst_rank, c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.withheld_by,
-  c.emptiness_label, c.rows_unread, c.door_disagrees, c.emptiness_without_door,
-  c.ended_at, b.bucket, c.revision, c.source_file, c.event_index
+  b.bucket, b.grain, c.tool,
+  COUNT(*) AS calls,
+  SUM(CASE WHEN c.was_read THEN 1 ELSE 0 END) AS read,
+  SUM(CASE WHEN c.emptiness = 'undeclared-empty' THEN 1 ELSE 0 END) AS undeclared_empty,
+  SUM(CASE WHEN c.emptiness = 'unknown' THEN 1 ELSE 0 END) AS emptiness_unknown,
+  SUM(CASE WHEN c.emptiness = 'declared-absent' THEN 1 ELSE 0 END) AS declared_absent,
+  SUM(CASE WHEN c.emptiness = 'non-empty' THEN 1 ELSE 0 END) AS non_empty,
+  SUM(CASE WHEN c.emptiness = 'clarify' THEN 1 ELSE 0 END) AS clarify,
+  SUM(CASE WHEN c.emptiness IN ('undeclared-empty', 'unknown') THEN 1 ELSE 0 END) AS offending
+FROM call_buckets AS b
+JOIN calls AS c USING (run_id, tool_call_id, occurrence)
+GROUP BY b.bucket, b.grain, c.tool;
+
+-- The calls behind every bar: one row per call, every column of its reading,
+-- with its tool's rank and its time bucket (NULL without ended_at).
+CREATE OR REPLACE VIEW call_list AS
+SELECT s.worst_rank, b.bucket, c.*
 FROM calls AS c
 JOIN tool_summary AS s USING (tool)
 LEFT JOIN call_buckets AS b USING (run_id, tool_call_id, occurrence);
@@ -190,3 +230,45 @@ SELECT
   COUNT(DISTINCT run_id) AS runs
 FROM dead_letters
 GROUP BY reason;
+
+-- Dead letters per input file and reason.
+CREATE OR REPLACE VIEW dead_letter_files AS
+SELECT source_file, reason, COUNT(*) AS letters, MIN(event_index) AS first_index
+FROM dead_letters
+GROUP BY source_file, reason;
+
+-- Each dead letter with its sentence and the first 400 characters of its bytes.
+CREATE OR REPLACE VIEW dead_letter_list AS
+SELECT source_file, event_index, run_id, reason, detail, LEFT(raw, 400) AS raw_cut, LENGTH(raw) AS raw_chars
+FROM dead_letters;
+
+-- The headline figures and how they fit together:
+--   calls = calls_from_tool_end + calls_without_tool_end, and
+--   calls_from_tool_end = run_tool_calls (runs.tool_calls counts the readings
+--   whose tool_end came from that file; the others were read from a run's
+--   history or never ended);
+--   input_files = files_with_runs + files_with_dead_letters_only;
+--   events_read = run_events + dead_letters_outside_runs;
+--   dead_letters = run_dead_letters + dead_letters_outside_runs.
+CREATE OR REPLACE VIEW report_figures AS
+WITH files AS (
+  SELECT source_file, TRUE AS has_run FROM runs
+  UNION ALL
+  SELECT source_file, FALSE AS has_run FROM dead_letters
+), per_file AS (
+  SELECT source_file, MAX(CASE WHEN has_run THEN 1 ELSE 0 END) AS has_run FROM files GROUP BY source_file
+)
+SELECT
+  (SELECT COUNT(*) FROM calls) AS calls,
+  (SELECT COUNT(*) FROM calls WHERE event_index IS NOT NULL) AS calls_from_tool_end,
+  (SELECT COUNT(*) FROM calls WHERE event_index IS NULL) AS calls_without_tool_end,
+  (SELECT COALESCE(SUM(tool_calls), 0) FROM runs) AS run_tool_calls,
+  (SELECT COUNT(*) FROM per_file) AS input_files,
+  (SELECT COUNT(*) FROM per_file WHERE has_run = 1) AS files_with_runs,
+  (SELECT COUNT(*) FROM per_file WHERE has_run = 0) AS files_with_dead_letters_only,
+  (SELECT COALESCE(SUM(events), 0) FROM runs) AS run_events,
+  (SELECT COUNT(*) FROM dead_letters) AS dead_letters,
+  (SELECT COALESCE(SUM(dead_letters), 0) FROM runs) AS run_dead_letters,
+  (SELECT COUNT(*) FROM dead_letters) - (SELECT COALESCE(SUM(dead_letters), 0) FROM runs) AS dead_letters_outside_runs,
+  (SELECT COALESCE(SUM(events), 0) FROM runs)
+    + (SELECT COUNT(*) FROM dead_letters) - (SELECT COALESCE(SUM(dead_letters), 0) FROM runs) AS events_read;

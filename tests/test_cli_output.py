@@ -1,4 +1,4 @@
-"""Issue 14, the output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C.
+"""The output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C.
 
 Each case runs `footprint-audit reassess` through the real CLI in its own
 temporary folder and checks the exit code, the one sentence on stderr (no
@@ -25,6 +25,7 @@ import pytest
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli, tree_bytes
 from footprint_audit.pipelines import ownership
 from footprint_audit.pipelines.output import STAGING
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from test_cli_inputs import run_file
 from test_kill_restart import make_input
 
@@ -37,7 +38,7 @@ def tables_of(out: Path) -> dict[str, bytes]:
 
 def finished(out: Path) -> None:
     """A finished output folder: the tables, the marker, no staging and no lock left."""
-    assert sorted(os.listdir(out)) == sorted([*TABLES, ownership.MARKER]), os.listdir(out)
+    assert sorted(os.listdir(out)) == sorted([*TABLES, MANIFEST_TABLE, ownership.MARKER]), os.listdir(out)
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ def test_a_file_named_staging_in_the_output_is_refused_and_kept(tmp_path, small_
     assert sorted(os.listdir(out)) == [STAGING]
 
 
-@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("table", [*TABLES, MANIFEST_TABLE])
 def test_tables_this_tool_did_not_write_are_refused_never_deleted(tmp_path, small_input, table):
     out = tmp_path / "out"
     (out / table).mkdir(parents=True)
@@ -118,7 +119,7 @@ def test_the_marker_says_this_tool_wrote_the_tables_and_a_rerun_replaces_only_th
     assert res.returncode == 0, res.stderr
     assert tables_of(out) == first
     assert (out / "notes.txt").read_text() == "mine"
-    assert sorted(os.listdir(out)) == sorted([*TABLES, ownership.MARKER, "notes.txt"])
+    assert sorted(os.listdir(out)) == sorted([*TABLES, MANIFEST_TABLE, ownership.MARKER, "notes.txt"])
 
 
 def test_a_full_disk_mid_run_is_one_sentence_and_leaves_the_previous_tables_and_no_staging(tmp_path, small_input, tmpfs):

@@ -25,10 +25,11 @@ import pytest
 
 from helpers import ROOT, load_table
 from footprint_audit.pipelines import output, ownership
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 
 TABLES = ("readings", "dead_letters", "runs")
-#: What a finished output folder holds: the tables and the marker that this tool wrote them.
-FINISHED = sorted([*TABLES, ownership.MARKER])
+#: What a finished output folder holds: the tables, the manifest of the files read, and the marker that this tool wrote them.
+FINISHED = sorted([*TABLES, MANIFEST_TABLE, ownership.MARKER])
 
 
 def make_input(d: Path, files: int, runs_per_file: int, calls_per_run: int, tag: str = "") -> None:

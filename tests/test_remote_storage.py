@@ -11,7 +11,6 @@ staging removed), and `--workers 2` reads remote inputs too.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

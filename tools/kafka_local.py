@@ -65,6 +65,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as the broker's own listener does: connections of a broker just stopped, still in
+        # TIME_WAIT, do not keep the port from being listened on again
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -155,7 +158,9 @@ class KafkaBroker:
             self.controller_port = free_port()
         data = self.workdir / "data"
         # No log.flush.interval.messages: the OS flushes (an fsync per record
-        # made producing 100k records take minutes).
+        # made producing 100k records take minutes).  No time retention: records
+        # replayed from history carry their events' (old) times, and the default
+        # seven days deleted them within minutes of the broker's start.
         props = f"""\
 process.roles=broker,controller
 node.id=1
@@ -179,6 +184,7 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 message.max.bytes={MAX_MESSAGE_BYTES}
 replica.fetch.max.bytes={MAX_MESSAGE_BYTES}
+log.retention.ms=-1
 """
         (self.workdir / "server.properties").write_text(props)
         (self.workdir / "log4j.properties").write_text(_LOG4J)
@@ -439,7 +445,7 @@ def _repo_on_path() -> None:
 
 def _cached_kafka_lib() -> Path:
     _repo_on_path()
-    from footprint_audit.pipelines import jars
+    from tools import jars
     if not jars.is_fetched():
         raise CliError("The Kafka jars are not cached: run `python tools/fetch_jars.py` first.", 2)
     return Path(jars.ensure_jars(log=lambda _msg: None)["kafka_lib"])

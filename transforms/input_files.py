@@ -13,8 +13,6 @@ Emits:   `SourceFile`s (main), stream events (`EVENTS`), dead-letter rows
 from __future__ import annotations
 
 import os
-import sys
-import time
 from typing import Any, Iterable
 
 import apache_beam as beam
@@ -25,56 +23,15 @@ from footprint_audit.schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
-from .elements import typed
+from . import elements  # noqa: F401  (registers the elements' coders)
+from .progress import Progress
 from .worker_gc import tune_gc
 
-__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
+__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
 
 EVENTS = "events"
 DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
-
-
-class Ticker:
-    """Says when a progress line is due: at most every `every` seconds (per worker process)."""
-
-    def __init__(self, every: float = 2.0, enabled: bool = True) -> None:
-        self.every = every
-        self.enabled = enabled
-        self._last = time.monotonic()
-
-    def due(self) -> bool:
-        """True (once per period) when a line should be printed now."""
-        now = time.monotonic()
-        if self.enabled and now - self._last >= self.every:
-            self._last = now
-            return True
-        return False
-
-    @staticmethod
-    def say(line: str) -> None:
-        """Print one progress line to stderr."""
-        sys.stderr.write(f"footprint-audit: {line}\n")
-        sys.stderr.flush()
-
-
-class Progress:
-    """Files, events and bytes read so far, as a progress line now and then."""
-
-    def __init__(self, total_files: int, every: float = 2.0, enabled: bool = True) -> None:
-        self.total_files = total_files
-        self.ticker = Ticker(every, enabled)
-        self.files = 0
-        self.events = 0
-        self.bytes = 0
-
-    def add(self, files: int = 0, events: int = 0, nbytes: int = 0) -> None:
-        self.files += files
-        self.events += events
-        self.bytes += nbytes
-        if self.ticker.due():
-            files = f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}"
-            self.ticker.say(f"read {files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")
 
 
 class _ReadFileFn(beam.DoFn):
@@ -168,9 +125,8 @@ class ReadInputFiles(beam.PTransform):
         self.local_paths = dict(local_paths or {})
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
-        outputs = paths | "ReadEachFile" >> beam.ParDo(
-            _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
-        ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
-        typed(outputs["documents"], SourceFile)
-        return outputs
+        read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
+        return paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
+            EVENTS, DEAD_LETTERS, COUNTS, main="documents"
+        )
 

@@ -3,7 +3,7 @@
 Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
          every partition's next offset) inside one composite `PTransform`.
 Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
-         (`transforms.sources.event_from_message`) and stamped with the event's
+         (`transforms.envelopes.event_from_message`) and stamped with the event's
          own `meta.wallClockMs`, so the watermark can follow the events:
          per partition the latest event time seen, minus a bounded
          out-of-orderness; the source's watermark is the least of the
@@ -22,6 +22,7 @@ Emits:   `(source, Event)` and dead-letter rows at their event times; a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -202,6 +203,10 @@ class _KafkaRestrictions(RestrictionProvider):
             start, done = [], 0
             for tp in committed:
                 earliest = consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]
+                if 0 <= tp.offset < earliest:
+                    logging.getLogger(__name__).warning(
+                        "%d record(s) of %s partition %d were deleted by the broker (retention) before group %r read them",
+                        earliest - tp.offset, spec.topic, tp.partition, spec.group)
                 offset = tp.offset if tp.offset >= earliest else earliest  # nothing committed: the earliest kept
                 seen_ms = _seen_ms(tp.metadata)
                 if tp.offset >= earliest and seen_ms is not None and spec.rewind_ms:

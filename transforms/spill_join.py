@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
-from .elements import CallGroup, typed
+from .elements import CallGroup
 from .join import COUNTS, _JoinCallFn, _run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]

@@ -23,6 +23,10 @@ made, and only the batches are flattened. `WriteTable` is the one-table case.
 shuffle, so it costs nothing upstream). Their `readings` and `dead_letters`
 rows are not written and their `runs` rows count every event as not needed;
 with no pair (the usual case) the tables are written as they come.
+
+`WriteTables(..., partitions={"readings": "ended_date"})` writes a table in
+Hive layout (`readings/ended_date=2026-11-30/part-SSSSS-of-NNNNN.parquet`):
+each shard's sorted rows are cut by the value, so the files stay deterministic.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from footprint_audit.schemas.tables import SORT_KEYS, TABLES
+from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
+
 
 __all__ = [
     "WriteTable",
@@ -59,6 +64,7 @@ __all__ = [
     "arrow_to_ipc",
     "ipc_to_table",
     "without_copies",
+    "partitions_of",
 ]
 
 #: Rows per Arrow batch sent through the shuffle (fewer when their bytes pass `BATCH_BYTES`).
@@ -253,18 +259,36 @@ def without_copies(table: str, arrow: pa.Table, copies: list[tuple[str, str]]) -
     return arrow
 
 
+def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
+    """A sorted table cut by a partition key (`schemas.tables.PARTITION_KEYS`): `(folder, rows)`
+    per value, in the value's order (dates, then the null folder), each keeping the rows' order."""
+    _table, column = PARTITION_KEYS[key]
+    dates = arrow.column(column).cast(pa.date32()).cast(pa.string())  # the UTC date of the timestamp
+    out = []
+    for value in sorted(set(dates.to_pylist()), key=lambda v: (v is None, v or "")):
+        mask = pc.is_null(dates) if value is None else pc.fill_null(pc.equal(dates, value), False)
+        out.append((f"{key}={HIVE_NULL if value is None else value}", arrow.filter(mask)))
+    return out
+
+
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, partitions: dict[str, str] | None = None) -> None:
         self.directory = directory
+        self.partitions = dict(partitions or {})
 
     def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
         (table, shard, shards), batches = item
-        path = FileSystems.join(self.directory, table, part_name(shard, shards))
+        name = part_name(shard, shards)
         arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
         if copies:
             arrow = without_copies(table, arrow, copies)
         arrow = sort_arrow(table, arrow).combine_chunks()  # the unsorted table is let go before the write
-        yield write_arrow_file(path, arrow)
+        key = self.partitions.get(table)
+        if key is None:
+            yield write_arrow_file(FileSystems.join(self.directory, table, name), arrow)
+            return
+        for folder, rows in partitions_of(arrow, key):  # Hive layout: one file per shard and value
+            yield write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
 
 
 _LENGTH = struct.Struct("<Q")
@@ -292,6 +316,7 @@ class WriteTables(beam.PTransform):
     `spill`: a local folder (Beam's local runner only): the batches wait there, in one file per
     shard and bundle, and only the files' names cross the `GroupByKey`, which the local runner
     would otherwise hold whole in memory.
+    `partitions`: `{table: key}` writes that table Hive-partitioned (`partitions_of`).
     """
 
     def __init__(
@@ -300,12 +325,14 @@ class WriteTables(beam.PTransform):
         shards: dict[str, Any] | None = None,
         copies: beam.PCollection | None = None,
         spill: str | None = None,
+        partitions: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.directory = directory
         self.spill = spill
         self.shards = dict(shards or {})
         self.copies = copies
+        self.partitions = dict(partitions or {})
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
         shards = {table: self.shards.get(table, 1) for table in tables}
@@ -325,7 +352,7 @@ class WriteTables(beam.PTransform):
         return (
             batched
             | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory), **side)
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side)
         )
 
 

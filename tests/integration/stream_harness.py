@@ -63,32 +63,9 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, int | None,
     return n
 
 
-#: How long a job may show no sign of reading (no `runs` file) before it counts as not started.
-START_SECONDS = 240
-
-
 def stream_cli(source: str, out: Path, *extra: str, log: Path, declarations: Path | None = None) -> subprocess.Popen:
-    """`footprint-audit stream` on the embedded Flink, as its own process (logs to a file).
-
-    Now and then (about one launch in four on this machine) the embedded Flink accepts the job
-    and never runs its Kafka read; Flink's own log is silent here, so the cause is not known.
-    Such a launch writes nothing at all: it is stopped and started once more, into the same
-    (still empty) output, and the log says so.
-    """
-    for attempt in (1, 2, 3):
-        proc = _launch(source, out, extra, log, declarations)
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "runs").exists() or (out / "readings").exists():
-                return proc
-            time.sleep(0.5)
-        if proc.poll() is not None or attempt == 3:
-            return proc
-        proc.kill()
-        proc.wait(60)
-        with open(log, "a") as f:
-            f.write(f"\n[harness] attempt {attempt}: no output in {START_SECONDS} s; launching again\n")
-    return proc
+    """`footprint-audit stream` on the embedded Flink, as its own process (logs to a file)."""
+    return _launch(source, out, extra, log, declarations)
 
 
 def _launch(source: str, out: Path, extra: tuple, log: Path, declarations: Path | None) -> subprocess.Popen:

@@ -12,7 +12,8 @@ what it writes, with generous timeouts:
 - 100,000 events of generated history replayed: every call read, nothing
   `late`, `runs` accounts for every event;
 - the launcher killed with SIGKILL mid-stream: no process of it is left (the
-  job server and its embedded Flink die with it), and every file it wrote stays.
+  job server and its embedded Flink die with it), every file it wrote stays,
+  and once started again the current readings equal `reassess`'s.
 """
 
 from __future__ import annotations
@@ -243,21 +244,29 @@ def _files(out: Path) -> dict[str, tuple[int, str]]:
     }
 
 
-def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integration_jars, tmp_path):
-    """The job server (and the embedded Flink in it) dies with a killed launcher; what was written stays."""
+def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(integration_jars, tmp_path):
+    """The launcher is killed with SIGKILL while calls are in flight; the job server (and the
+    embedded Flink in it) dies with it, and what was written stays. The rest of the events arrive
+    while nothing runs; started again on the same group and output, the job reads on from the
+    group's committed offsets (rewound by grace, lateness and out-of-orderness): the current
+    readings equal `reassess`'s and every record is counted at least once."""
     from kafka_broker import KafkaBroker
 
     events = example_events()
     records = [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in events]
+    first, rest = records[: len(records) // 2], records[len(records) // 2 :]
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("events", partitions=PARTITIONS)
-        produce(broker.bootstrap, "events", records)
-        launcher = stream_cli(f"kafka://{broker.bootstrap}/events", out, "--checkpoint-seconds", "2",
-                              "--max-records", str(len(records)), log=log)
+        produce(broker.bootstrap, "events", first)
+        source = f"kafka://{broker.bootstrap}/events"
+        bound = ("--checkpoint-seconds", "2", "--max-records", str(len(records)))
+        launcher = stream_cli(source, out, *bound, log=log)
         children: list[psutil.Process] = []
         try:
             wait_for(lambda: bool(_readings(out)), "the first readings", proc=launcher, log=log)
+            wait_for(lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle",
+                     proc=launcher, log=log)
             children = psutil.Process(launcher.pid).children(recursive=True)
             assert any("java" in c.name() for c in children)
             before = _files(out)
@@ -268,5 +277,25 @@ def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integrat
                 launcher.kill()
         _gone, alive = psutil.wait_procs(children, timeout=120)
         assert not alive, f"left running after the launcher was killed: {[p.pid for p in alive]}"
+        assert _committed(broker.bootstrap, "events") < len(records)
+        produce(broker.bootstrap, "events", rest)
+        with open(log, "a") as f:
+            f.write("\n[test] launcher killed; the rest produced; starting again\n")
+        again = stream_cli(source, out, *bound, log=log)
+        finish(again, log)
     after = _files(out)
     assert before and all(after.get(name) == seen for name, seen in before.items()), "a file written before the kill changed"
+    assert accounted(out) >= len(records)  # records read again after the restart are counted again
+    assert assert_stream_matches_batch(reassess_examples(tmp_path / "batch"), out) > 40
+
+
+def _committed(bootstrap: str, topic: str, group: str = "footprint-audit") -> int:
+    """How many records the consumer group has committed, over the topic's partitions."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    try:
+        parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        return sum(max(tp.offset, 0) for tp in consumer.committed(parts, timeout=30))
+    finally:
+        consumer.close()

@@ -1,0 +1,359 @@
+"""`reassess --incremental`: read only the files the output has not seen, and add their rows.
+
+- The bundled examples read in three incremental batches give the same readings,
+  dead letters and runs (as sets of rows) as one full run; the JSON Lines stream
+  split over two files lands in two batches, and its first file is read again
+  with the second (a run is never read in part).
+- Running again with nothing new changes no byte; a modified file's rows are
+  replaced, never duplicated; a file added later to a full run's output.
+- Refusals (another kind of output, other declarations, a remote output, a run
+  whose earlier file is gone) are one sentence and exit 2.
+- A job killed between any two renames of its publish leaves the previous
+  output whole, or the new one (never mixed), as a full run's publish does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, load_table, one_sentence, reassess_cli, tree_bytes
+from footprint_audit.pipelines import output, reassess
+from footprint_audit.pipelines.incremental import increment_prefix
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
+from test_kill_restart import make_input
+
+TABLES = ("readings", "dead_letters", "runs")
+DECLARATIONS = "examples/declarations.json"
+#: The examples in three batches; the stream's two files land in the first and the second.
+BATCHES = [
+    ["examples/recordings/synthetic", "examples/recordings/stream/part-1.jsonl"],
+    ["examples/recordings/stream/part-2.jsonl", "examples/recordings/real", "examples/recordings/sse"],
+    ["examples/recordings/compressed", "examples/recordings/bad"],
+]
+
+
+def job(out: Path, inputs: list[str], *extra: str, declarations: str | None = DECLARATIONS) -> int:
+    """`reassess` in this process, from the repository root (source_file names as the examples expect)."""
+    args = [a for i in inputs for a in ("--input", i)] + ["--output", str(out), "--no-progress", "--quiet", *extra]
+    if declarations:
+        args += ["--declarations", declarations]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return reassess.run(args)
+    finally:
+        os.chdir(cwd)
+
+
+def rows_as_set(out: Path, table: str) -> Counter:
+    """A table's rows as a multiset (order and file layout do not matter, duplicates do)."""
+    return Counter(json.dumps(r, sort_keys=True, default=str) for r in load_table(out, table))
+
+
+def manifest(out: Path) -> dict[str, dict]:
+    return {r["source_file"]: r for r in load_table(out, MANIFEST_TABLE)}
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("full") / "out"
+    assert job(out, ["examples/recordings/**"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("batched") / "out"
+    for batch in BATCHES:  # each job is given only its own batch
+        assert job(out, batch, "--incremental") == 0
+    return out
+
+
+def test_three_batches_give_the_rows_of_one_full_run(full, batched):
+    for table in TABLES:
+        assert rows_as_set(batched, table) == rows_as_set(full, table), table
+    keys = Counter((r["run_id"], r["tool_call_id"], r["occurrence"]) for r in load_table(batched, "readings"))
+    assert max(keys.values()) == 1
+    runs = Counter((r["run_id"], r["source_file"]) for r in load_table(batched, "runs"))
+    assert max(runs.values()) == 1  # one row per run and file
+    # The manifest names every input once, with its size and hash; the increments are 1, 2, 3.
+    m, f = manifest(batched), manifest(full)
+    assert {k: (r["size"], r["sha256"]) for k, r in m.items()} == {k: (r["size"], r["sha256"]) for k, r in f.items()}
+    assert {r["increment"] for r in f.values()} == {1}
+    # The stream's first file was read in batch 1, and again in batch 2 with the second half of its run.
+    assert m["examples/recordings/stream/part-1.jsonl"]["increment"] == 2
+    assert m["examples/recordings/stream/part-2.jsonl"]["increment"] == 2
+    assert m["examples/recordings/synthetic/run-1790400000000-1.json"]["increment"] == 1
+    assert m["examples/recordings/compressed/run-1790401200000-1.json.gz"]["increment"] == 3
+    # New rows are new files beside the earlier ones.
+    names = sorted(p.name for p in (batched / "readings").iterdir())
+    assert [n for n in names if n.startswith(increment_prefix(3))], names
+    assert [n for n in names if n.startswith(increment_prefix(1))], names
+
+
+def test_a_run_split_over_an_old_and_a_new_file_is_read_whole(tmp_path):
+    """The stream's run: part-1 alone gives calls without their ends; with part-2 added they are read whole."""
+    out = tmp_path / "out"
+    assert job(out, ["examples/recordings/stream/part-1.jsonl"], "--incremental") == 0
+    alone = load_table(out, "readings")
+    assert job(out, ["examples/recordings/stream/part-2.jsonl"], "--incremental") == 0
+    both = tmp_path / "both"
+    assert job(both, ["examples/recordings/stream"]) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(both, table), table
+    assert rows_as_set(out, "readings") != Counter(json.dumps(r, sort_keys=True, default=str) for r in alone)
+
+
+def test_running_again_with_nothing_new_changes_nothing(batched, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(batched, out)
+    before = tree_bytes(out)
+    assert job(out, ["examples/recordings/**"], "--incremental") == 0
+    assert tree_bytes(out) == before
+    res = reassess_cli("--input", "examples/recordings/**", "--output", str(out), "--declarations", DECLARATIONS,
+                       "--incremental", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert "no new or changed input file: the output is left as it is" in res.stderr
+    assert tree_bytes(out) == before
+
+
+def test_a_new_file_adds_to_a_full_runs_output(tmp_path):
+    inp = tmp_path / "in"
+    make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    extra = inp / "part-002.jsonl"
+    kept = extra.read_bytes()
+    extra.unlink()
+    assert job(out, [str(inp)], declarations=None) == 0
+    extra.write_bytes(kept)
+    before = {p.name: p.read_bytes() for p in (out / "readings").iterdir()}
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0
+    assert job(whole, [str(inp)], declarations=None) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    after = {p.name: p.read_bytes() for p in (out / "readings").iterdir()}
+    assert {k: after[k] for k in before} == before  # the full run's files, untouched
+    assert [k for k in after if k not in before] == [f"{increment_prefix(2)}part-00000-of-00001.parquet"]
+
+
+def test_a_modified_file_replaces_its_rows(tmp_path):
+    inp, other = tmp_path / "in", tmp_path / "other"
+    make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
+    make_input(other, files=3, runs_per_file=2, calls_per_run=7)  # the same run ids, more calls
+    out = tmp_path / "out"
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0
+    shutil.copy(other / "part-001.jsonl", inp / "part-001.jsonl")
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0
+    whole = tmp_path / "whole"
+    assert job(whole, [str(inp)], declarations=None) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    calls = Counter(r["run_id"] for r in load_table(out, "readings"))
+    assert calls["run-001000-1"] == 7 and calls["run-000000-1"] == 4
+    m = manifest(out)
+    assert m[str(inp / "part-001.jsonl")]["increment"] == 2 and m[str(inp / "part-000.jsonl")]["increment"] == 1
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_refusals_are_one_sentence_and_exit_2(full, tmp_path):
+    inp = "examples/recordings/synthetic"
+    # Another kind of output: a stream's (window folders).
+    stream = tmp_path / "stream"
+    shutil.copytree(full, stream)
+    shutil.rmtree(stream / MANIFEST_TABLE)
+    (stream / "readings" / "part-00000-of-00001.parquet").rename(stream / "readings" / "x")
+    (stream / "readings" / "window=2026-11-30T06:00:00Z--2026-11-30T06:01:00Z").mkdir()
+    (stream / "readings" / "x").rename(stream / "readings" / "window=2026-11-30T06:00:00Z--2026-11-30T06:01:00Z" / "p.parquet")
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(stream), "--incremental"), 2)
+    assert "holds a stream's tables" in said
+    # Tables without a manifest (an older version's output).
+    old = tmp_path / "old"
+    shutil.copytree(full, old)
+    shutil.rmtree(old / MANIFEST_TABLE)
+    before = tree_bytes(old)
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(old), "--incremental"), 2)
+    assert "without a manifest" in said and tree_bytes(old) == before
+    # Other declarations than the output was read with.
+    same = tmp_path / "same"
+    shutil.copytree(full, same)
+    before = tree_bytes(same)
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental"), 2)
+    assert "other declarations" in said and tree_bytes(same) == before
+    # A remote output: refused before it is touched.
+    said = one_sentence(reassess_cli("--input", inp, "--output", "gs://footprint-audit-no-such-bucket/out", "--incremental"), 2)
+    assert "--incremental needs a local --output" in said
+    # With --partition-by (its partition folders are not yet kept by an increment).
+    before = tree_bytes(same)
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental",
+                                     "--partition-by", "ended_date"), 2)
+    assert "--incremental and --partition-by" in said and tree_bytes(same) == before
+
+
+def test_a_run_whose_earlier_file_is_gone_is_refused(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    shutil.copy(ROOT / "examples/recordings/stream/part-1.jsonl", first)
+    shutil.copy(ROOT / "examples/recordings/stream/part-2.jsonl", second)
+    out = tmp_path / "out"
+    assert job(out, [str(first)], "--incremental") == 0
+    shutil.rmtree(first)
+    before = tree_bytes(out)
+    said = one_sentence(reassess_cli("--input", str(second), "--output", str(out), "--declarations",
+                                     str(ROOT / DECLARATIONS), "--incremental", "--no-progress"), 2)
+    assert "part-1.jsonl holds a run that the files read now hold too" in said
+    assert tree_bytes(out) == before
+
+
+# ------------------------------------------------------------------ a kill during the publish
+
+
+KILL_IN_PUBLISH = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+os.chdir({root!r})
+from footprint_audit.pipelines import output, reassess
+real_publish, real_replace = output.publish, os.replace
+def publish(staged, out, *rest):
+    calls = [0]
+    def replace(a, b):
+        calls[0] += 1
+        if calls[0] == int(sys.argv[1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(a, b)
+    os.replace = replace
+    real_publish(staged, out, *rest)
+output.publish = publish
+sys.exit(reassess.run(["--input", sys.argv[3], "--output", sys.argv[2], "--declarations", {decl!r},
+                       "--incremental", "--no-progress", "--quiet"]))
+"""
+
+
+@pytest.fixture(scope="module")
+def first_and_second(tmp_path_factory) -> tuple[Path, Path]:
+    """An output of batch 1, and what batch 2 makes of it (the publish the kill test cuts short)."""
+    base = tmp_path_factory.mktemp("kill-incremental")
+    first = base / "first"
+    assert job(first, BATCHES[0], "--incremental") == 0
+    second = base / "second"
+    shutil.copytree(first, second)
+    assert job(second, [BATCHES[1][0]], "--incremental") == 0  # part-2: part-1 is read again, its rows replaced
+    return first, second
+
+
+@pytest.mark.parametrize("k", range(1, 10))
+def test_a_kill_between_the_renames_of_an_incremental_publish_leaves_one_whole_output(first_and_second, tmp_path, k):
+    first, second = first_and_second
+    tables = (*TABLES, MANIFEST_TABLE)
+    old = {t: rows_as_set(first, t) for t in tables}
+    new = {t: rows_as_set(second, t) for t in tables}
+    assert old != new
+    out = tmp_path / "out"
+    shutil.copytree(first, out)
+    res = subprocess.run([sys.executable, "-c", KILL_IN_PUBLISH.format(root=str(ROOT), decl=DECLARATIONS), str(k),
+                          str(out), BATCHES[1][0]], capture_output=True, text=True, timeout=300)
+    # The publish renames 9 times (the journal note, then each table and the manifest set aside and moved in).
+    assert res.returncode == -signal.SIGKILL, res.stderr
+    output.clean_stale_staging(str(out))  # what the next job does first
+    got = {t: rows_as_set(out, t) for t in tables}
+    assert got == (old if k == 1 else new), f"tables after a kill at rename {k}: " + str({t: got[t] == new[t] for t in tables})
+    assert sorted(os.listdir(out)) == sorted([*tables, "_FOOTPRINT_AUDIT", "_LOCK"])  # the killed job's stale lock
+    # The next incremental job ends where an uninterrupted one did.
+    assert job(out, [BATCHES[1][0]], "--incremental") == 0
+    assert {t: rows_as_set(out, t) for t in tables} == new
+    assert sorted(os.listdir(out)) == sorted([*tables, "_FOOTPRINT_AUDIT"])
+
+
+@pytest.mark.parametrize("when", ["early", "staged-files-exist"])
+def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_as_an_uninterrupted_one(
+        tmp_path, when):
+    inp = tmp_path / "in"
+    make_input(inp, files=16, runs_per_file=40, calls_per_run=12)
+    later = tmp_path / "later"
+    later.mkdir()
+    for f in sorted(inp.iterdir())[8:]:  # the second half arrives later
+        f.rename(later / f.name)
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    assert job(out, [str(inp)], declarations=None) == 0
+    shutil.copytree(out, clean)
+    for f in later.iterdir():
+        f.rename(inp / f.name)
+    assert job(clean, [str(inp)], "--incremental", declarations=None) == 0
+    previous = tree_bytes(out)
+    p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+                          "--incremental", "--no-progress", "--quiet"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        staged = lambda: list((out / output.STAGING).glob("*/*/*/*.parquet"))  # noqa: E731 - the pass's files
+        started = lambda: list((out / output.STAGING).glob("*/_OWNER"))  # noqa: E731
+        wait_for = started if when == "early" else staged
+        while not wait_for() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    finally:
+        p.wait(timeout=60)
+        p.stdout.close()
+        p.stderr.close()
+    assert p.returncode == -signal.SIGKILL, "the job ended before the kill: the test proves nothing"
+    assert {k: v for k, v in tree_bytes(out).items() if not k.startswith(output.STAGING)} == {**previous, "_LOCK": tree_bytes(out)["_LOCK"]}
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0
+    for table in (*TABLES, MANIFEST_TABLE):
+        assert rows_as_set(out, table) == rows_as_set(clean, table), table
+    assert sorted(os.listdir(out)) == sorted([*TABLES, MANIFEST_TABLE, "_FOOTPRINT_AUDIT"])
+
+
+def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
+    from footprint_audit.pipelines import report
+    from footprint_audit.transforms.reading_rows import READER_VERSION
+
+    assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
+    text = capsys.readouterr().out
+    note = f"reader version {READER_VERSION} · built incrementally: 3 increments (jobs 1, 2, 3)"
+    assert text.splitlines()[1] == f"  {note}"
+    assert f"<p>{note}</p>" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert report.run([str(full)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"  reader version {READER_VERSION} · built in one run"
+
+
+@pytest.mark.parametrize("first", ["recording", "export"])
+def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_full_run(tmp_path, first):
+    """The run is read once, from the recording (the rule of a full run), whichever file came first."""
+    recording = ROOT / "examples/recordings/real/agentfootprint__demo-turn.json"
+    doc = json.loads(recording.read_text())
+    events = doc["events"] if "events" in doc else doc["recording"]["events"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    files = {"recording": recording.read_bytes(), "export": ("\n".join(json.dumps(e) for e in events) + "\n").encode()}
+    second = "export" if first == "recording" else "recording"
+    (a / f"{first}.{'json' if first == 'recording' else 'jsonl'}").write_bytes(files[first])
+    (b / f"{second}.{'json' if second == 'recording' else 'jsonl'}").write_bytes(files[second])
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    assert job(out, [str(a)], "--incremental", declarations=None) == 0
+    assert job(out, [str(b)], "--incremental", declarations=None) == 0
+    assert job(whole, [str(a), str(b)], declarations=None) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    runs = {r["source_file"]: r for r in load_table(out, "runs")}
+    export = next(name for name in runs if name.endswith(".jsonl"))
+    assert runs[export]["events_used"] == 0 and runs[export]["tool_calls"] == 0  # the recording copy is read
+    assert {r["increment"] for r in load_table(out, MANIFEST_TABLE)} == {2}  # both read by the second job
+
+
+def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched, capsys):
+    from footprint_audit.pipelines import diff
+
+    assert diff.run([str(full), str(batched)]) == 0
+    assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out

@@ -1,0 +1,116 @@
+"""`reassess --partition-by ended_date`: readings in Hive layout, read back alike.
+
+The bundled examples are written twice, flat and partitioned (three shards, so a
+partition holds several shard files); DuckDB's `hive_partitioning` reads the
+partitioned readings and must give the flat rows, each under its UTC date. The
+layout is deterministic, the other tables do not change, and `report` reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, load_table
+from footprint_audit.pipelines import reassess, report
+from footprint_audit.schemas.tables import HIVE_NULL, READINGS
+
+duckdb = pytest.importorskip("duckdb")
+
+
+def _run(out: Path, *extra: str, glob: str = "examples/recordings/**") -> int:
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return reassess.run(["--input", glob, "--output", str(out), "--declarations", "examples/declarations.json",
+                             "--no-progress", "--quiet", "--shards", "3", *extra])
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def outs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("partitioned")
+    flat, parted = root / "flat", root / "parted"
+    assert _run(flat) == 0
+    assert _run(parted, "--partition-by", "ended_date") == 0
+    return flat, parted
+
+
+def _files(out: Path, table: str) -> dict[str, bytes]:
+    return {p.relative_to(out / table).as_posix(): p.read_bytes() for p in sorted((out / table).rglob("*.parquet"))}
+
+
+def test_readings_are_hive_partitioned_by_the_calls_utc_date(outs: tuple[Path, Path]) -> None:
+    _, parted = outs
+    names = sorted(_files(parted, "readings"))
+    assert names and all(n.split("/")[0].startswith("ended_date=") and n.count("/") == 1 for n in names)
+    assert all(n.split("/")[1].startswith("part-") and n.endswith("-of-00003.parquet") for n in names)
+    assert f"ended_date={HIVE_NULL}" in {n.split("/")[0] for n in names}  # calls without ended_at
+    # dead_letters and runs are written as before
+    assert all("/" not in n for t in ("dead_letters", "runs") for n in _files(parted, t))
+
+
+def test_duckdb_reads_the_partitions_as_the_flat_rows(outs: tuple[Path, Path]) -> None:
+    flat, parted = outs
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    columns = ", ".join(READINGS.names)
+    flat_rows = con.execute(f"SELECT {columns} FROM read_parquet('{flat}/readings/*.parquet') ORDER BY ALL").fetchall()
+    hive = f"read_parquet('{parted}/readings/*/*.parquet', hive_partitioning = true)"
+    parted_rows = con.execute(f"SELECT {columns} FROM {hive} ORDER BY ALL").fetchall()
+    assert len(flat_rows) == 63 and parted_rows == flat_rows
+    assert con.execute(f"SELECT typeof(ended_date) FROM {hive} LIMIT 1").fetchone()[0] == "DATE"
+    wrong = con.execute(
+        f"SELECT COUNT(*) FROM {hive} WHERE ended_date IS DISTINCT FROM CAST(ended_at AS DATE)").fetchone()[0]
+    assert wrong == 0
+    # a filter on the partition column prunes to that day's folder
+    day = con.execute(f"SELECT COUNT(*) FROM {hive} WHERE ended_date = DATE '2026-09-26'").fetchone()[0]
+    assert day == sum(1 for r in load_table(flat, "readings")
+                      if r["ended_at"] is not None and r["ended_at"] // 86_400_000 == 20_722)  # 2026-09-26
+
+
+def test_the_other_tables_and_the_summary_do_not_change(outs: tuple[Path, Path]) -> None:
+    flat, parted = outs
+    for table in ("dead_letters", "runs"):
+        assert _files(parted, table) == _files(flat, table)
+    from footprint_audit.pipelines.output import summary_figures
+
+    a, b = summary_figures(str(flat)), summary_figures(str(parted))
+    a.pop("output"), b.pop("output")
+    assert a == b
+
+
+def test_partitioned_output_is_deterministic(outs: tuple[Path, Path], tmp_path: Path) -> None:
+    _, parted = outs
+    again = tmp_path / "again"
+    assert _run(again, "--partition-by", "ended_date") == 0
+    assert _files(again, "readings") == _files(parted, "readings")
+    # a second run over the same output replaces the partitions whole
+    assert _run(again, "--partition-by", "ended_date") == 0
+    assert _files(again, "readings") == _files(parted, "readings")
+    assert not (again / "_staging").exists()
+
+
+def test_no_readings_still_leaves_a_hive_readable_table(tmp_path: Path) -> None:
+    out = tmp_path / "bad-only"
+    assert _run(out, "--partition-by", "ended_date", glob="examples/recordings/bad/not-json.json") == 0
+    assert list(_files(out, "readings")) == [f"ended_date={HIVE_NULL}/part-00000-of-00001.parquet"]
+    con = duckdb.connect()
+    n = con.execute(f"SELECT COUNT(*) FROM read_parquet('{out}/readings/*/*.parquet', hive_partitioning = true)")
+    assert n.fetchone()[0] == 0
+
+
+def test_report_reads_a_partitioned_output_as_the_flat_one(outs: tuple[Path, Path]) -> None:
+    flat, parted = outs
+    texts = []
+    for out in (flat, parted):
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            assert report.run([str(out)]) == 0
+        texts.append(buffer.getvalue().replace(str(out), "OUT"))
+    assert texts[0] == texts[1]
