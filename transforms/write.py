@@ -106,9 +106,19 @@ def shard_of(table: str, row: dict, shards: int) -> int:
 
 
 def write_arrow_file(path: str, arrow: pa.Table) -> str:
-    """Write an Arrow table as one Parquet file (zstd)."""
+    """Write an Arrow table as one Parquet file (zstd).
+
+    A remote file (s3://, gs://) is made in memory and handed over whole, so that none of Arrow's
+    own threads holds a Python object of the remote store: one releasing it as the interpreter
+    exits aborts the process ("terminate called without an active exception")."""
+    if "://" not in path:
+        with FileSystems.create(path) as f:
+            pq.write_table(arrow, f, compression="zstd")
+        return path
+    buf = pa.BufferOutputStream()
+    pq.write_table(arrow, buf, compression="zstd")
     with FileSystems.create(path) as f:
-        pq.write_table(arrow, f, compression="zstd")
+        f.write(buf.getvalue().to_pybytes())
     return path
 
 
