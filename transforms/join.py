@@ -209,6 +209,11 @@ class _JoinCallFn(beam.DoFn):
         self._counts = {}
 
 
+def run_facts(held: beam.PCollection) -> beam.PCollection:
+    """`(run_id, packed held events)` → `(run_id, RunFacts)`, one per run: the join's side input."""
+    return held | "GroupRunFacts" >> beam.GroupByKey() | "RunFacts" >> beam.Map(_run_facts)
+
+
 class JoinLineEvents(beam.PTransform):
     """Keyed stream events + run facts → calls (main: one tuple per call id) and partial counts (`COUNTS`)."""
 
@@ -217,11 +222,7 @@ class JoinLineEvents(beam.PTransform):
         self._facts = facts
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        facts = (
-            self._facts
-            | "GroupRunFacts" >> beam.GroupByKey()
-            | "RunFacts" >> beam.Map(_run_facts)
-        )
+        facts = run_facts(self._facts)
         outputs = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()

@@ -33,7 +33,7 @@ from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 from .elements import CallGroup
-from .join import COUNTS, _JoinCallFn, _run_facts
+from .join import COUNTS, _JoinCallFn, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
@@ -179,11 +179,7 @@ class SpillJoinEventStream(beam.PTransform):
         self.partitions = partitions
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        facts = (
-            self._facts
-            | "GroupRunFacts" >> beam.GroupByKey()
-            | "RunFacts" >> beam.Map(_run_facts)
-        )
+        facts = run_facts(self._facts)
         outputs = (
             keyed
             | "SpillByCall" >> beam.ParDo(_SpillFn(self.folder, self.partitions))
