@@ -17,6 +17,7 @@ from helpers import EXAMPLES
 from footprint_audit.pipelines import reassess
 from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.transforms.spill_join import _records, _Spiller
 
 DECL = str(EXAMPLES / "declarations.json")
@@ -54,7 +55,7 @@ def test_the_cli_leaves_no_spill_file_and_its_option_keeps_the_tables(tmp_path):
                          "--spill-partition-bytes", "200"]) == 0
     assert table_bytes(first) == table_bytes(second)
     for out in (first, second):
-        assert sorted(os.listdir(out)) == ["_FOOTPRINT_AUDIT", *sorted(TABLES)]  # no _staging, no _spill
+        assert sorted(os.listdir(out)) == sorted(["_FOOTPRINT_AUDIT", *TABLES, MANIFEST_TABLE])  # no _staging, no _spill
 
 
 def test_spilled_records_read_back_in_order_whatever_their_bytes(tmp_path):
