@@ -16,10 +16,8 @@ row), and pyarrow with `schemas.tables` (sorted, sharded, zstd Parquet, as
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,12 +31,21 @@ if str(ROOT) not in sys.path:
 
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
-from footprint_audit.transforms.accounting import RunCounts, add_counts, document_run_row, run_row  # noqa: E402
+from footprint_audit.pipelines.inputs import expand_inputs  # noqa: E402
+from footprint_audit.transforms.accounting import (  # noqa: E402
+    RunCounts,
+    add_counts,
+    count_event,
+    count_joined,
+    counts_for,
+    dead_letter_counts,
+    document_run_row,
+    run_row,
+)
 from footprint_audit.transforms.calls import (  # noqa: E402
     CALL,
     NOT_NEEDED,
     RunFacts,
-    classify_event,
     dead_letter_of,
     join_call_events,
     join_run,
@@ -55,12 +62,8 @@ BYTES_PER_SHARD = 256 << 20  # as pipelines.reassess
 
 
 def list_inputs(pattern: str) -> list[tuple[str, int]]:
-    """Files under a folder (recursively) or matching a glob, sorted, with sizes."""
-    if os.path.isdir(pattern):
-        names = [str(p) for p in Path(pattern).rglob("*") if p.is_file()]
-    else:
-        names = [n for n in glob.glob(pattern, recursive=True) if os.path.isfile(n)]
-    return sorted((n, os.path.getsize(n)) for n in names)
+    """The job's own input listing (`pipelines.inputs.expand_inputs`) of one folder or glob."""
+    return expand_inputs([pattern])
 
 
 def _facts(events: list[tuple[str, Event]]) -> RunFacts:
@@ -104,48 +107,23 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                 dead.append(item.row())
                 if item.run_id is not None:
                     events += 1
-                    _add(counts, (item.run_id, path), RunCounts(events=1, dead_letters=1, format=fmt))
+                    _add(counts, (item.run_id, path), dead_letter_counts(fmt))
                 continue
             events += 1
             ev = item
             run_id = ev.run_id
-            key = (run_id, path)
-            c = counts.get(key)
-            if c is None:
-                c = counts[key] = RunCounts(format=fmt)
-            c.events += 1
-            if c.session_id is None:
-                c.session_id = ev.session_id
-            kind = classify_event(ev)
+            kind = count_event(counts_for(counts, run_id, path, fmt), ev)
             if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
                 fact_events.setdefault(run_id, []).append((path, ev))
             if kind is CALL:
                 keyed.setdefault((run_id, ev.payload["toolCallId"]), []).append((path, ev))
-            elif kind is NOT_NEEDED:
-                c.not_needed += 1
-            else:
-                c.dead_letters += 1
+            elif kind is not NOT_NEEDED:
                 dead.append(dead_letter_of(path, ev, *kind).row())
     facts = {run_id: _facts(evs) for run_id, evs in fact_events.items()}
     for (run_id, call_id), items in keyed.items():
         calls = join_call_events(run_id, call_id, items, facts.get(run_id))
-        used: dict[str, int] = {}
-        ends: dict[str, int] = {}
-        for call in calls:
-            for source, _ev in call.events:
-                used[source] = used.get(source, 0) + 1
-            if call.end is not None:
-                ends[call.end_file] = ends.get(call.end_file, 0) + 1
-            readings.append(reading_row(call, rows_at_for))
-        totals: dict[str, int] = {}
-        for source, _ev in items:
-            totals[source] = totals.get(source, 0) + 1
-        for source, total in totals.items():
-            u = used.get(source, 0)
-            c = counts[(run_id, source)]
-            c.used += u
-            c.not_needed += total - u
-            c.tool_calls += ends.get(source, 0)
+        readings.extend(reading_row(call, rows_at_for) for call in calls)
+        count_joined(counts, run_id, items, calls)
     for (run_id, source), c in counts.items():
         runs.append(run_row(run_id, source, c.format or "event-stream", c))
     keyed.clear()

@@ -4,7 +4,7 @@
 
 Three measurements, each on generated input (written under --work, removed after):
 
-1. `transforms.sources` alone (tracemalloc peak of Python allocations) streaming
+1. `transforms.lines` alone (tracemalloc peak of Python allocations) streaming
    one JSON Lines file of N MB with `iter_lines`, only counting the items: bounded by
    the longest line, not by the file.
 2. The real CLI (`python -m footprint_audit.pipelines.cli reassess`, Beam's local runner) on one
@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 import psutil  # noqa: E402
 
 from footprint_audit.schemas.events import FORMAT_EVENT_STREAM  # noqa: E402
-from footprint_audit.transforms import sources  # noqa: E402
+from footprint_audit.transforms import lines  # noqa: E402
 
 MB = 1 << 20
 
@@ -88,7 +88,7 @@ def reader_peak(path: Path) -> tuple[float, int, float]:
     n = 0
     with open(path, "rb") as raw:
         stream = io.BufferedReader(raw, buffer_size=1 << 20)
-        for _item in sources.iter_lines(str(path), stream, FORMAT_EVENT_STREAM):
+        for _item in lines.iter_lines(str(path), stream, FORMAT_EVENT_STREAM):
             n += 1
     seconds = time.perf_counter() - t0
     _cur, peak = tracemalloc.get_traced_memory()

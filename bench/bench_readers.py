@@ -6,7 +6,7 @@ realistic tool results (`bench/corpus.py`) it times, per record,
 * `read_emptiness(value, rows_at=..., door=...)`,
 * `leading_json_values(text)`,
 * `json_prefix_of(text)`,
-* all three on the same record (what `read_calls` does per call),
+* all three on the same record (what `transforms/apply_readers.py` does per call),
 
 each as the median of `--runs` runs (default 5), and then the conformance CLI
 `python -m footprint_audit.readers.cases` over `--cases` cases (default 100,000, made by
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

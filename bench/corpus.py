@@ -7,7 +7,7 @@ what `read_emptiness` is handed (the text, or the structured value when the
 recording keeps one); `rows_at`, the app's declared rows key (or None); and
 `door`, what the record says the call returned (or None: read off the value).
 
-The mix (weights in `KINDS`) covers every route of READERS.md §5 and the
+The mix (weights in `KINDS`) covers every route of docs/readers.md §5 and the
 served-JSON shapes of §6–§8: bare arrays of rows, `{rows: [...]}` objects,
 absence and coverage envelopes (incl. `coverage(absent())`), described results
 with a door, dataset and placement tickets, trailing notes

@@ -1,6 +1,6 @@
 """What `reassess --incremental` saves: new files read into an output against a full run over all of them.
 
-Role: issue 19's benchmark (not a test). On a generated dataset (`bench/run.py`'s
+Role: the incremental re-assessment's benchmark (not a test). On a generated dataset (`bench/run.py`'s
 `dataset`), the last `--new` share of the files (by name) arrives later: a full run
 reads the rest, then `reassess --incremental` reads the whole input and adds the new
 files; it is timed against a full run over every file, and against an incremental job

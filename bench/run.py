@@ -1,6 +1,6 @@
 """One command for every benchmark: the readers, the baseline and the Beam paths, side by side.
 
-Role: measures what issue 5 asks and prints one table. Each measurement runs
+Role: measures the performance targets and prints one table. Each measurement runs
 in its own process, pinned to one CPU (`taskset -c CPU`, else
 `sched_setaffinity`), so that its peak RSS is its own and "one core" is fair
 to the baseline and to Beam alike. The parent samples the RSS of the
@@ -58,7 +58,7 @@ from bench.generate import generate, parse_size, write_declarations  # noqa: E40
 DATA = ROOT / "bench" / "data"
 ALL = ["readers", "recordings", "stream", "stateful", "onemb"]
 
-#: issue 5's targets
+#: the performance targets
 TARGET_READERS = 65_000  # records/s, all three readers per record
 TARGET_REC_RATIO = 0.7
 TARGET_REC_EVENTS = 60_000
@@ -271,7 +271,7 @@ def spawn(kind: str, cpu: int, **kw: Any) -> dict:
     out, err = proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} failed ({proc.returncode}):\n{err.decode()[-3000:]}")
-    line = next(l for l in out.decode().splitlines() if l.startswith("RESULT "))
+    line = next(s for s in out.decode().splitlines() if s.startswith("RESULT "))
     res = json.loads(line[len("RESULT "):])
     res["peak_rss"] = max(peak, res.get("hwm", 0))
     res["wall"] = time.perf_counter() - t0

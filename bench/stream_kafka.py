@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     JOB_ARGS[:] = args.job_arg
     from kafka_local import KafkaBroker
-    from footprint_audit.pipelines.jars import ensure_jars
+    from tools.jars import ensure_jars
 
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     try:

@@ -1,6 +1,6 @@
 """How `reassess` scales with worker processes: wall time of `--workers 1` against `--workers 2`.
 
-Role: issue 16's benchmark (not a test). Each run is its own process, not pinned (the
+Role: the worker processes' benchmark (not a test). Each run is its own process, not pinned (the
 workers need every core); the time is the wall time of `pipelines.reassess.run` in it
 (interpreter start and the launcher's imports left out, as in `bench/run.py`; the
 workers' start is counted). Modes are alternated run by run, each figure is the median
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -69,11 +70,52 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
     if mode.startswith("flink"):
         extra += flags
     argv = ["--input", pattern, "--output", out, "--declarations", decl, "--no-progress", "--quiet", *extra]
+    worker_cpu = _count_worker_cpu(workers)
+    before = _cpu(resource.RUSAGE_SELF)
     t = time.perf_counter()
     code = reassess.run(argv)
     if code:
         raise SystemExit(code)
-    return {"seconds": time.perf_counter() - t}
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "launcher_cpu": _cpu(resource.RUSAGE_SELF) - before, "worker_cpu": worker_cpu}
+
+
+def _cpu(who: int) -> float:
+    ru = resource.getrusage(who)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _count_worker_cpu(workers) -> list[float]:
+    """Each forked pool worker's CPU seconds (user + system), read when the pool reaps it."""
+    seen: list[float] = []
+    poll = workers._Worker.poll
+
+    def counted(worker) -> bool:
+        if worker.proc is not None:
+            return poll(worker)
+        try:
+            pid, _status, usage = os.wait4(worker.pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid:
+            seen.append(usage.ru_utime + usage.ru_stime)
+        return pid != 0
+
+    workers._Worker.poll = counted
+    return seen
+
+
+def _cpu_bound(cpus: dict[str, list[dict]]) -> str:
+    """What the CPU seconds allow on two free cores, whatever the load: `w1`'s CPU against the larger of
+    `w2`'s busiest worker and half of `w2`'s CPU (launcher and workers), medians of the runs."""
+    if not cpus.get("w1") or not cpus.get("w2") or not all(c["workers"] for c in cpus["w2"]):
+        return ""
+    one = statistics.median(c["launcher"] for c in cpus["w1"])
+    busiest = statistics.median(max(c["workers"]) for c in cpus["w2"])
+    total = statistics.median(c["launcher"] + sum(c["workers"]) for c in cpus["w2"])
+    launcher = statistics.median(c["launcher"] for c in cpus["w2"])
+    return (f"CPU s (median): w1 {one:.2f}; w2 launcher {launcher:.2f}, busiest worker {busiest:.2f}, "
+            f"all {total:.2f}; at most {one / max(busiest, total / 2):.2f}x on two free cores")
 
 
 def _files(out: str) -> dict[str, bytes]:
@@ -81,7 +123,7 @@ def _files(out: str) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for t in TABLES for p in sorted((root / t).rglob("*.parquet"))}
 
 
-def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> float:
+def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> dict:
     cmd = [sys.executable, "-m", "bench.workers", "--child", mode, pattern, decl, out, json.dumps(flags)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("FOOTPRINT_AUDIT_WORKERS", None)
@@ -89,7 +131,7 @@ def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> fl
     if proc.returncode != 0:
         raise RuntimeError(f"{mode} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])["seconds"]
+    return json.loads(line[len("RESULT "):])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,23 +172,30 @@ def main(argv: list[str] | None = None) -> int:
             pattern, decl = dataset(layout, parse_size(args.size), args.seed, data)
             size = sum(p.stat().st_size for p in Path(pattern).rglob("*") if p.is_file())
             secs: dict[str, list[float]] = {m: [] for m in modes}
+            cpus: dict[str, list[dict]] = {m: [] for m in modes}
             same: dict[str, bool] = {m: True for m in modes}
             with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
                 for i in range(args.runs):
                     reference = None
                     for mode in modes:
                         out = os.path.join(tmp, f"{mode}-{i}")
-                        secs[mode].append(_spawn(mode, pattern, decl, out, flags))
+                        got = _spawn(mode, pattern, decl, out, flags)
+                        secs[mode].append(got["seconds"])
+                        cpus[mode].append({"launcher": got["launcher_cpu"], "workers": got["worker_cpu"],
+                                           "load": os.getloadavg()[0]})
                         files = _files(out)
                         if mode == "w1":
                             reference = files
                         else:
                             same[mode] = same[mode] and files == reference
                         shutil.rmtree(out, ignore_errors=True)
-                        print(f"  {layout} {mode} run {i + 1}: {secs[mode][-1]:.2f} s", file=sys.stderr, flush=True)
+                        c = cpus[mode][-1]
+                        print(f"  {layout} {mode} run {i + 1}: {secs[mode][-1]:.2f} s; CPU s: launcher "
+                              f"{c['launcher']:.2f}, workers {', '.join(f'{w:.2f}' for w in c['workers']) or '-'}; "
+                              f"load {c['load']:.2f}", file=sys.stderr, flush=True)
             med = {m: statistics.median(v) for m, v in secs.items()}
             results[layout] = {"bytes": size, "runs": secs, "median": med, "same_bytes": same,
-                               "load": os.getloadavg()[0]}
+                               "load": os.getloadavg()[0], "cpu": cpus}
             print(f"\n{layout}, {size / 1e6:,.0f} MB, load {os.getloadavg()[0]:.2f}")
             print("mode     | median wall s | speed-up vs w1 | same bytes as w1 | runs")
             for m in modes:
@@ -154,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 met = "" if m == "w1" else (" (target met)" if m == "w2" and ratio >= TARGET else "")
                 print(f"{m:8} | {med[m]:13.2f} | {ratio:13.2f}x{met} | {'yes' if same[m] else 'NO':16} | "
                       + ", ".join(f"{s:.2f}" for s in secs[m]))
+            print(_cpu_bound(cpus))
     finally:
         if cluster is not None:
             cluster.stop(state)

@@ -34,7 +34,7 @@ def _imports():
 
     from footprint_audit.schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE, DeadLetter, Event
     from footprint_audit.schemas.tables import TABLES
-    from footprint_audit.transforms import sources
+    from footprint_audit.transforms import documents, lines, sniff
 
     return locals()
 
@@ -70,10 +70,9 @@ def _expected_lines(data: bytes) -> list[int]:
 
 def check(data: bytes) -> None:
     """Read `data` every way the pipeline can; raises only on a finding."""
-    src = R["sources"]
-    src.sniff_format(data[: src.HEAD_BYTES], "x")
+    R["sniff"].sniff_format(data[: R["sniff"].HEAD_BYTES], "x")
     for safe in (False, True):
-        f = src.read_document("f.json", data, CAP, utf8_safe=safe)
+        f = R["documents"].read_document("f.json", data, CAP, utf8_safe=safe)
         positions = [e.index for r in f.runs for e in r.events]
         positions += [d.event_index for r in f.runs for d in r.dead_letters]
         positions += [d.event_index for d in f.dead_letters if d.event_index is not None]
@@ -84,13 +83,13 @@ def check(data: bytes) -> None:
             for run in f.runs:
                 for item in [*run.events, *run.dead_letters]:
                     _carried(item)
-    items = list(src.iter_lines("f.jsonl", io.BytesIO(data), R["FORMAT_EVENT_STREAM"], CAP))
+    items = list(R["lines"].iter_lines("f.jsonl", io.BytesIO(data), R["FORMAT_EVENT_STREAM"], CAP))
     assert [i.index if isinstance(i, R["Event"]) else i.event_index for i in items] == _expected_lines(data)
     for item in items:
         _carried(item)
-    for item in src.iter_lines("f.jsonl", io.BytesIO(data), R["FORMAT_EVENT_STREAM"]):  # the default cap: lines parse
+    for item in R["lines"].iter_lines("f.jsonl", io.BytesIO(data), R["FORMAT_EVENT_STREAM"]):  # the default cap: lines parse
         _carried(item)
-    for item in src.iter_lines("f.sse", io.BytesIO(data), R["FORMAT_SSE"], CAP):
+    for item in R["lines"].iter_lines("f.sse", io.BytesIO(data), R["FORMAT_SSE"], CAP):
         _carried(item)
 
 

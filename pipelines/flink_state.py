@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from . import jars
+from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
 from .flink_local import JobServer, JobServerError
 
 __all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions"]
@@ -69,12 +68,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
 
 
-def _say_fetching(msg: str) -> None:
-    """Say when jars are being fetched (a first run takes a while); not that they were cached."""
-    if not msg.startswith("cached"):
-        print(msg, file=sys.stderr, flush=True)
-
-
 def _given(beam_args: list[str], name: str) -> bool:
     return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in beam_args)
 
@@ -104,7 +97,7 @@ class FlinkSession:
         return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
 
     def __enter__(self) -> "FlinkSession":
-        runner = (jars.runner_of(self.beam_args) or "").lower()
+        runner = (runner_of(self.beam_args) or "").lower()
         if not runner.startswith("flink"):
             return self
         if "://" in self.args.output and not self.args.state_dir:
@@ -126,10 +119,9 @@ class FlinkSession:
         if not _given(self.beam_args, "job_endpoint"):
             jar = _value(self.beam_args, "flink_job_server_jar")
             if jar is None:
-                try:
-                    jar = jars.ensure_jars(log=_say_fetching)["flink_job_server_jar"]
-                except RuntimeError as exc:
-                    raise FlinkStartError(str(exc)) from exc
+                jar = cached_job_server_jar()
+                if jar is None:
+                    raise FlinkStartError(NOT_CACHED)
             master = _value(self.beam_args, "flink_master") or "[local]"
             if master == "[auto]":
                 master = "[local]"

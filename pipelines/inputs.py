@@ -1,6 +1,7 @@
 """The job's input files: what `--input` names, listed by one set of rules.
 
-Pattern: pure file-system listing, run once by the launcher before the pipeline.
+Pattern: pure file-system listing: the launcher checks each pattern's first match
+         (`check_inputs`); the job lists them on its workers (`iter_inputs`).
 Role:    a file, a folder (read recursively) or a glob (`**` for any depth)
          becomes a sorted list of `(path, size)` pairs. A folder and a glob
          follow the same rules:
@@ -29,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from .errors import UsageError
 
-__all__ = ["expand_inputs", "display_name", "is_local"]
+__all__ = ["expand_inputs", "iter_inputs", "check_inputs", "display_name", "is_local"]
 
 
 def is_local(path: str) -> bool:
@@ -150,37 +151,57 @@ def _size(path: str) -> int:
     return info.st_size if (info.st_mode & 0o170000) == 0o100000 else 0
 
 
-def _local(pattern: str, outside: _Outside) -> dict[str, int]:
+def _local(pattern: str, outside: _Outside) -> Iterator[tuple[str, int]]:
+    """`(path, size)` of each input a local pattern names, as the walk finds them (lazily); raises
+    `UsageError` (at the first step) for a path written out that is missing or inside the output."""
     if not glob.has_magic(pattern):
         if not os.path.lexists(pattern):
             raise UsageError(f"--input {pattern}: no such file or folder")
         if outside.holds(pattern):
             raise UsageError(f"--input {pattern}: this is the output folder or inside it, which is never read")
         if os.path.isdir(pattern):
-            return {p: _size(p) for p, real_dir in _entries_under(str(Path(pattern)), outside) if not real_dir}
-        return {pattern: _size(pattern)}
-    found: dict[str, int] = {}
+            yield from ((p, _size(p)) for p, real_dir in _entries_under(str(Path(pattern)), outside) if not real_dir)
+        else:
+            yield pattern, _size(pattern)
+        return
     keep_dirs = not pattern.endswith("**")
     for path, real_dir in _glob(pattern, outside):
         if real_dir and not keep_dirs:
             continue
         if os.path.islink(path) and outside.holds(path):
             continue
-        found[path] = _size(path)
-    return found
+        yield path, _size(path)
 
 
-def _remote(pattern: str, output: str | None) -> dict[str, int]:
+def _remote(pattern: str, output: str | None, limit: int | None = None) -> Iterator[tuple[str, int]]:
+    """`(path, size)` of each remote input (Beam's `FileSystems.match`), at most `limit` looked at."""
     try:
-        result = FileSystems.match([pattern])[0]
+        result = FileSystems.match([pattern], limits=[limit] if limit else None)[0]
     except Exception as exc:  # the remote file system's own error
         raise UsageError(f"--input {pattern}: cannot be listed ({exc})") from None
     under = output.rstrip("/") + "/" if output and not is_local(output) else None
-    return {
-        meta.path: meta.size_in_bytes
-        for meta in result.metadata_list
-        if under is None or not (meta.path + "/").startswith(under)
-    }
+    for meta in result.metadata_list:
+        if under is None or not (meta.path + "/").startswith(under):
+            yield meta.path, meta.size_in_bytes
+
+
+def iter_inputs(pattern: str, output: str | None = None) -> Iterator[tuple[str, int]]:
+    """Every input `(path, size)` one pattern names, lazily and unsorted, by the rules above (the listing
+    the pipeline runs on its workers)."""
+    found = _local(pattern, _Outside(output)) if is_local(pattern) else _remote(pattern, output)
+    yield from found
+
+
+def check_inputs(patterns: list[str], output: str | None = None) -> None:
+    """Raise `UsageError` for a pattern that names no input; looks only as far as each one's first match."""
+    outside = _Outside(output)
+    for pattern in patterns:
+        if is_local(pattern):
+            first = next(_local(pattern, outside), None)
+        else:
+            first = next(_remote(pattern, output, limit=1), None) or next(_remote(pattern, output), None)
+        if first is None:
+            raise UsageError(f"--input {pattern}: the pattern matches no file")
 
 
 def expand_inputs(patterns: list[str], output: str | None = None) -> list[tuple[str, int]]:
@@ -188,11 +209,12 @@ def expand_inputs(patterns: list[str], output: str | None = None) -> list[tuple[
 
     `output`: the job's output folder, whose files are never inputs. The size of
     anything but a regular file is 0 (it is not read: the reader makes it a dead letter).
+    The job itself lists its inputs on its workers (`pipelines.listing`); this whole list is for tools.
     """
     outside = _Outside(output)
     found: dict[str, int] = {}
     for pattern in patterns:
-        matched = _local(pattern, outside) if is_local(pattern) else _remote(pattern, output)
+        matched = dict(_local(pattern, outside) if is_local(pattern) else _remote(pattern, output))
         if not matched:
             raise UsageError(f"--input {pattern}: the pattern matches no file")
         found.update(matched)

@@ -181,7 +181,10 @@ def _read(out: str, table: str, columns: list[str]) -> pa.Table:
         parts = []
         for path in sorted(found):
             with FileSystems.open(path) as f:
-                parts.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
+                # on this thread only: a buffer over Python bytes released on one of Arrow's threads
+                # as the interpreter exits aborts the process
+                data = pa.BufferReader(f.read())
+                parts.append(pq.read_table(data, columns=columns, use_threads=False, pre_buffer=False))
     if not parts:
         return pa.Table.from_pylist([], schema=pa.schema([schema.field(c) for c in columns]))
     return pa.concat_tables(parts)

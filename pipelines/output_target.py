@@ -7,20 +7,21 @@ Role:    a local output is checked (`preflight`), locked (`ownership.OutputLock`
          owner note, and probed (create, write, rename) before anything is read;
          the tables are swapped in by `output.publish`, with the marker. A remote
          output (gs://, s3://, …) is probed and checked for foreign tables
-         through Beam's `FileSystems`; its tables are written in place (no swap,
-         no lock) and the marker is written after them.
+         through Beam's `FileSystems`, and staged under it too
+         (`remote_output`): published after success, marker last (no lock).
 """
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
+import os
+import tempfile
 
-from . import output, preflight
+from . import output, preflight, remote_output
 from .errors import OutputError
 from .inputs import is_local
-from .ownership import MARKER, OutputLock, check_owned, marker_text
+from .ownership import OutputLock, check_owned
 
-__all__ = ["OutputTarget"]
+__all__ = ["OutputTarget", "spill_folder"]
 
 
 class OutputTarget:
@@ -40,6 +41,8 @@ class OutputTarget:
         if not self.local:
             preflight.check_remote_owned(self.out)
             preflight.probe_remote(self.out)
+            self.staging = remote_output.new_staging(self.out)
+            self._staged = True
             return
         preflight.prepare_local(self.out, output.STAGING)
         lock = OutputLock(self.out)
@@ -60,18 +63,18 @@ class OutputTarget:
             raise
 
     def publish(self) -> None:
-        """Put the finished tables in place (local: the journalled swap; remote: the marker after them)."""
+        """Put the finished tables in place (local: the journalled swap; remote: renames, the marker after them)."""
         if self.local:
             output.publish(self.staging, self.out, self.partition_by)
             self._staged = False
         else:
-            with FileSystems.create(FileSystems.join(self.out, MARKER)) as f:
-                f.write(marker_text().encode("utf-8"))
+            remote_output.publish(self.staging, self.out)
+            self._staged = False
 
     def discard(self) -> None:
         """Remove this job's staging folder (nothing of it is published)."""
         if self._staged:
-            output.discard(self.staging)
+            (output.discard if self.local else remote_output.discard)(self.staging)
             self._staged = False
 
     def close(self) -> None:
@@ -79,3 +82,12 @@ class OutputTarget:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def spill_folder(target: OutputTarget) -> str:
+    """A local folder for the job's spill files (`transforms.spill_join`): in a local output's staging
+    folder (removed with it, and by the next job when this one was killed), else a new temporary folder.
+    The caller removes it when the job ends."""
+    if target.local:
+        return os.path.join(target.staging, "_spill")
+    return tempfile.mkdtemp(prefix="footprint-audit-spill-")

@@ -11,6 +11,11 @@ By default nothing logged reaches stderr: a command reports a refusal or a faile
 in one sentence of its own (a failed job's worker tracebacks, which Beam logs as
 errors, would bury it), and a successful job prints only its progress and summary.
 
+Threads too: a thread that dies of a gRPC stream its runner closed (an SDK worker's
+data or control thread when a Flink job, or a stream job the launcher ended, hangs
+up: "Multiplexer hanging up") is logged at DEBUG instead of Python printing its
+traceback; any other thread's death is printed as Python prints it.
+
 `FOOTPRINT_AUDIT_LOG=LEVEL` (`WARNING`, `INFO`, `ERROR`, or a number) shows the lines
 at LEVEL and above, as `LEVEL:logger:message`, without the known harmless warnings
 listed in `NOISE`; `FOOTPRINT_AUDIT_LOG=DEBUG` (or any other word, such as `all`)
@@ -22,8 +27,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+from typing import Any
 
-__all__ = ["install", "shown_level", "LOG_ENV", "NOISE", "BeamNoiseFilter"]
+__all__ = ["install", "shown_level", "LOG_ENV", "NOISE", "BeamNoiseFilter", "closed_grpc_stream"]
 
 #: Set to a level (`WARNING`, `INFO`, …) to see Beam's (and the Kafka client's) log lines.
 LOG_ENV = "FOOTPRINT_AUDIT_LOG"
@@ -83,6 +90,7 @@ def install() -> None:
     if _installed:
         return
     _installed = True
+    threading.excepthook = _thread_died(threading.excepthook)
     root = logging.getLogger()
     level = shown_level()
     if level is None:
@@ -110,3 +118,26 @@ class _Stderr(logging.Handler):
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging must never raise
             self.handleError(record)
+
+
+def closed_grpc_stream(exc: BaseException | None) -> bool:
+    """True for the error a thread gets from a gRPC stream or channel its peer closed."""
+    grpc = sys.modules.get("grpc")  # never imported here: no gRPC in the process, no gRPC error
+    if grpc is not None and isinstance(exc, grpc.RpcError):
+        return True
+    return isinstance(exc, ValueError) and "gRPC" in str(exc)  # "Cannot invoke RPC on closed channel!"
+
+
+def _thread_died(previous: Any) -> Any:
+    """`threading.excepthook`: a thread ended by a closed gRPC stream is a DEBUG log line; any other goes to `previous`."""
+
+    def hook(args: Any) -> None:
+        if closed_grpc_stream(args.exc_value):
+            name = args.thread.name if args.thread is not None else "?"
+            logging.getLogger(__name__).debug(
+                "thread %s ended with its closed gRPC stream", name,
+                exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+            return
+        previous(args)
+
+    return hook

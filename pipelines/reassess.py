@@ -3,7 +3,7 @@
 Reads recorded agentfootprint runs (recording envelopes, recordings, events
 arrays, JSON Lines event streams, SSE captures; gzip and zstd too), joins
 each tool call's door with the value the model read, runs the upstream
-readers per call and writes three tables (READINGS.md): `readings` (one row
+readers per call and writes three tables (docs/output.md): `readings` (one row
 per call), `dead_letters` (everything that could not be read, with a reason)
 and `runs` (where every event went).
 
@@ -23,7 +23,9 @@ Run on Dataflow::
         --declarations decl.json --runner DataflowRunner --project P --region R \\
         --temp_location gs://BUCKET/tmp --setup_file ./setup.py
 
-(Remote outputs are written straight to `--output`, without the local staging swap.)
+(A remote output is staged under `--output` too and published once the job succeeded:
+`pipelines.remote_output`. On the local runner the join and the writer spill to local disk:
+`transforms.spill_join`.)
 
 `--incremental` reads only the input files the output's manifest has not seen
 (by name, size and sha256) and adds their rows beside the published ones
@@ -40,13 +42,16 @@ date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import os
+import shutil
 import sys
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
@@ -61,23 +66,23 @@ from footprint_audit.transforms.apply_readers import ApplyReaders
 from footprint_audit.transforms.reading_rows import READER_VERSION
 from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.write import WriteTables
 
 from . import incremental, output, version
 from . import manifest as manifest_mod
-from .cached_jars import cached_job_server
+from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
-from .inputs import display_name, expand_inputs
+from .inputs import check_inputs, display_name, expand_inputs
+from .listing import ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
-from .jars import runner_of
 from .options_check import FlagParser, OptionsError, check_beam_args
-from .output_target import OutputTarget
+from .output_target import OutputTarget, spill_folder
 from .workers import WorkerPool, default_workers
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
-_View = TypeVar("_View", bound=PipelineOptions)
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
@@ -85,10 +90,6 @@ BYTES_PER_SHARD = 256 << 20
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
-#: Type-check the job's graph on the local runner (off by default there; Beam's default elsewhere).
-_TYPE_CHECK = "--pipeline_type_check"
-#: Flags this command reads from what its parser leaves over (not Beam's: not handed to Beam).
-_LEFTOVER_FLAGS = (_TYPE_CHECK,)
 
 
 def _rate(text: str) -> float:
@@ -111,6 +112,10 @@ def _parser() -> FlagParser:
     p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
+    p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
+                   help="local runner: the join of event streams goes through spill files on local disk, a "
+                        "partition of more than N bytes split again before it is joined in memory (peak memory "
+                        "follows N, not the input); default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
                    help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
@@ -140,34 +145,50 @@ def _positive(text: str) -> int:
 
 def build_pipeline(
     p: beam.Pipeline,
-    files: list[str],
+    inputs: list[str],
     staging: str,
     declarations: Declarations,
     shards: int,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: bool = True,
     spread: bool = True,
-    local_paths: dict[str, str] | None = None,
+    output: str | None = None,
+    spill: str | None = None,
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
     partition_by: str | None = None,
 ) -> None:
-    """Wire the job: read → join → read calls → write (one story, labelled steps).
+    """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
-    `spread`: hand the input files out to the workers (Create's reshuffle). Off only
-    for the local runner with one worker, where it would move the list for nothing.
-    `files` are the names the tables show; `local_paths` maps those that are opened
-    under another name (local names that are not UTF-8). `partition_by`: a key of
-    `schemas.tables.PARTITION_KEYS`, or None for flat tables.
+    `inputs`: the `--input` patterns (a file, a folder, a glob), listed on the workers
+    (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
+    the job's output folder, never read. `shards`: readings files (0: by the input's
+    size, worked out as the job runs). `spread`: hand the listed files out to the
+    workers (a reshuffle). Off only for the local runner with one worker, where it
+    would move the list for nothing. `spill`: a local folder for the join's spill files
+    (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`);
+    None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
+    `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
-    read = (
+    # --- listing on the workers ---
+    listed = (
         p
-        | "InputFiles" >> beam.Create(files, reshuffle=spread)
-        | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, len(files), progress, local_paths)
+        | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
+        | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1, spread)
     )
+    readings_shards: Any = shards or (listed | "ReadingsShards" >> _ShardsBySize())
+    read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
+    # --- end of listing ---
     documents = read["documents"]
     joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
 
     keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
-    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> JoinLineEvents(keyed[join_mod.FACTS])
+    # --- the keyed join: spilled to local disk on the local runner ---
+    if spill is None:
+        join_stream: beam.PTransform = JoinLineEvents(keyed[join_mod.FACTS])
+    else:
+        join_stream = SpillJoinEventStream(keyed[join_mod.FACTS], spill, max_partition_bytes)
+    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> join_stream
+    # --- end of the keyed join ---
     stream_runs = (
         (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
         | "AllStreamCounts" >> beam.Flatten()
@@ -192,7 +213,25 @@ def build_pipeline(
 
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
     partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
-    tables | "WriteTables" >> WriteTables(staging, {"readings": shards}, copies, partitions)
+    write_spill = None if spill is None else os.path.join(spill, "tables")
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions)
+
+
+def shards_for(total_bytes: int) -> int:
+    """The readings files of a job reading `total_bytes`: one per `BYTES_PER_SHARD`, 1 to 64."""
+    return max(1, min(64, math.ceil(total_bytes / BYTES_PER_SHARD)))
+
+
+class _ShardsBySize(beam.PTransform):
+    """Listed `(name, size)` files → one number: the readings files for their total size."""
+
+    def expand(self, files: beam.PCollection) -> beam.PCollection:
+        return (
+            files
+            | "Sizes" >> beam.Map(lambda item: item[1])
+            | "Total" >> beam.CombineGlobally(sum)
+            | "Shards" >> beam.Map(shards_for)
+        )
 
 
 def _recording_claims(rows: list[dict]) -> list:
@@ -200,13 +239,19 @@ def _recording_claims(rows: list[dict]) -> list:
     return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
+_View = TypeVar("_View", bound=PipelineOptions)
+
+
 class LocalRunOptions(PipelineOptions):
     """Beam's options for a local run, each view (`view_as`) made once and kept.
 
     Beam takes views of a job's options a few hundred times while it builds and runs
     it, and each new view builds an argument parser for its class and parses the flags
-    again (about 0.1 s a job). Every view of one options object shares its values, so
-    one view per class serves every ask. Adds no option of its own.
+    again. Every view of one options object shares its values (`view_as`'s documented
+    behaviour), so one view per class serves every ask: about 0.04 s of a local job's
+    fixed cost (bench/README.md). Public API only (an override of `view_as`);
+    `tests/test_reassess_options.py` fails if Beam's views stop sharing their values.
+    Adds no option of its own.
     """
 
     def __init__(self, flags: list[str] | None = None, **kwargs: Any) -> None:
@@ -233,17 +278,12 @@ def _flag_given(beam_args: list[str], name: str) -> bool:
     return any(a == name or a.startswith(name + "=") for a in beam_args)
 
 
-def _for_beam(beam_args: list[str]) -> list[str]:
-    """The flags Beam parses: without this command's leftover flags (Beam would warn they are unknown)."""
-    return [a for a in beam_args if a not in _LEFTOVER_FLAGS]
-
-
 def _workers(workers: int | None, beam_args: list[str]) -> int:
     """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
     if workers is not None:
         return workers
     if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
-        asked = PipelineOptions(_for_beam(beam_args)).view_as(DirectOptions).direct_num_workers
+        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
         if asked is not None:
             return asked or default_workers()
     return default_workers()
@@ -264,8 +304,6 @@ def _pipeline_options(
     `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
     the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
     """
-    type_check = _TYPE_CHECK in beam_args
-    beam_args = _for_beam(beam_args)
     options = PipelineOptions(beam_args)
     runner = options.view_as(StandardOptions).runner
     if runner is not None:
@@ -274,13 +312,10 @@ def _pipeline_options(
         return options, None, True
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
-    # The job's graph is fixed and type-checked by its tests (TestPipeline checks by
-    # default); checking it again at each local run costs about 30 ms.
-    unchecked = {} if type_check else {"pipeline_type_check": False}
     if pool is None or workers == 1:
-        return LocalRunOptions(beam_args, **unchecked), FnApiRunner(), workers > 1
+        return LocalRunOptions(beam_args), FnApiRunner(), workers > 1
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
-    local = LocalRunOptions(beam_args, direct_num_workers=workers, **unchecked)
+    local = LocalRunOptions(beam_args, direct_num_workers=workers)
     return local, FnApiRunner(default_environment=ExternalEnvironment(pool)), True
 
 
@@ -296,11 +331,14 @@ def run(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     out = args.output
     try:
-        check_beam_args(beam_args, parser.long_flags + list(_LEFTOVER_FLAGS))
+        check_beam_args(beam_args, parser.long_flags)
         if args.max_event_bytes < 1:
             raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
-        inputs = expand_inputs(args.input, out)
+        # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
+        # options; the launcher lists inputs and probes the output before any pipeline exists.
+        FileSystems.set_options(PipelineOptions(beam_args))
+        check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
         if args.incremental:
             if args.partition_by:
                 raise UsageError("--incremental and --partition-by cannot be used together yet: "
@@ -326,65 +364,73 @@ def run(argv: list[str] | None = None) -> int:
                 _say(str(exc))
                 return 2
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
-            return _run_job(args, beam_args, inputs, declarations, target)
+            return _run_job(args, beam_args, declarations, target)
     finally:
         target.discard()
         target.close()
 
 
-def _run_job(
-    args: argparse.Namespace, beam_args: list[str], inputs: list[tuple[str, int]], declarations: Declarations, target: OutputTarget
-) -> int:
+def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, target: OutputTarget) -> int:
     """Build, run and publish the job into `target` (opened); returns the exit code."""
-    names = [display_name(path) for path, _size in inputs]
-    local_paths = {name: path for name, (path, _size) in zip(names, inputs) if name != path}
-    total = sum(size for _path, size in inputs)
-    sizes = {name: size for name, (_path, size) in zip(names, inputs)}
     try:
         beam_args = cached_job_server(beam_args)
-    except RuntimeError as exc:  # jars.FetchError: the cache was asked for and cannot be made
+    except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
     workers = _workers(args.workers, beam_args)
     named_runner = runner_of(beam_args)
-    if not args.no_progress:
-        _say(f"{len(names)} input files, {total / 1e6:,.1f} MB")
-    # Every input's sha256 for the manifest of a local output (read here, the job then reads them from the page cache).
-    hashes = {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)} if target.local else {}
     plan = None
+    listed = None  # the launcher lists the inputs only for an increment, or for a local output's manifest
     if args.incremental:
-        plan = incremental.plan_increment(args.manifest, names, hashes.get, sizes)
+        listed = _listed(args.input, target.out)
+        plan = incremental.plan_increment(args.manifest, listed.names, listed.hashes.get, listed.sizes)
         if not plan.new and not plan.changed:
             if not args.no_progress:
                 _say("no new or changed input file: the output is left as it is")
             return _finish(args, target.out)
+    if not args.no_progress:
+        if plan is None:
+            _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
+        else:
+            _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
     # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
+    spill = None
     try:
         options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
+        spill = None if named_runner else spill_folder(target)
+        jobs = 0
 
-        def execute(files: list[str], staging: str, again: bool = False) -> None:
-            """Run the job over `files`; `again`: a second pass, on one worker in this process when the
-            pool served the first (its workers serve one job each)."""
+        def execute(patterns: list[str], staging: str, again: bool = False) -> None:
+            """Run the job over `patterns`; `again`: a second pass, on one worker in this process
+            when the pool served the first (its workers serve one job each)."""
+            nonlocal jobs
+            jobs += 1
             opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
                                      else (options, runner, spread))
             pipeline = beam.Pipeline(runner=run_on, options=opts)
-            size = sum(sizes[f] if f in sizes else os.path.getsize(f) for f in files)  # an increment: its own size
-            shards = args.shards or max(1, min(64, math.ceil(size / BYTES_PER_SHARD)))
-            build_pipeline(pipeline, files, staging, declarations, shards, args.max_event_bytes,
-                           not args.no_progress, spread_, {n: p for n, p in local_paths.items() if n in set(files)},
-                           args.partition_by)
+            build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
+                           not args.no_progress, spread_, target.out,
+                           None if spill is None else os.path.join(spill, f"job-{jobs}"),
+                           args.spill_partition_bytes, args.partition_by)
             pipeline.run().wait_until_finish()
 
         if plan is None:
-            execute(names, target.staging)
+            execute(list(args.input), target.staging)
         else:
-            incremental.read_increment(plan, names, target.out, target.staging, execute,
+            paths = listed.local_paths
+
+            def execute_files(names: list[str], staging: str, again: bool = False) -> None:
+                execute([literal_pattern(paths.get(n, n)) for n in names], staging, again)
+
+            incremental.read_increment(plan, listed.names, target.out, target.staging, execute_files,
                                        None if args.no_progress else _say)
         if target.local:
-            manifest_mod.stage_manifest(target.staging, plan.read if plan else names, sizes, hashes,
-                                        plan.increment if plan else 1, READER_VERSION, declarations,
-                                        args.declarations, plan.manifest if plan else [])
+            if listed is None:  # after the job: the files it read, for the manifest
+                listed = _listed(args.input, target.out)
+            manifest_mod.stage_manifest(target.staging, plan.read if plan else listed.names, listed.sizes,
+                                        listed.hashes, plan.increment if plan else 1, READER_VERSION,
+                                        declarations, args.declarations, plan.manifest if plan else [])
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself
@@ -402,7 +448,35 @@ def _run_job(
     finally:
         if pool is not None:
             pool.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     return _finish(args, target.out)
+
+
+class _Listed(NamedTuple):
+    """The inputs as the launcher lists them: the names the tables show, the local paths of
+    those opened under another name (not UTF-8), and each name's size and sha256."""
+
+    names: list[str]
+    local_paths: dict[str, str]
+    sizes: dict[str, int]
+    hashes: dict[str, str | None]
+
+
+def _listed(patterns: list[str], out: str) -> _Listed:
+    inputs = expand_inputs(patterns, out)
+    names = [display_name(path) for path, _size in inputs]
+    return _Listed(
+        names,
+        {name: path for name, (path, _size) in zip(names, inputs) if name != path},
+        {name: size for name, (_path, size) in zip(names, inputs)},
+        {name: manifest_mod.file_sha256(path) for name, (path, _size) in zip(names, inputs)},
+    )
+
+
+def literal_pattern(path: str) -> str:
+    """A pattern that names exactly `path`, whatever characters it holds."""
+    return glob.escape(path) if glob.has_magic(path) else path
 
 
 def _finish(args: argparse.Namespace, out: str) -> int:

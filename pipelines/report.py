@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,6 +32,8 @@ import pyarrow as pa
 
 from footprint_audit.pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
 from footprint_audit.schemas.tables import TABLES
+
+from .report_summary import Row, Summary
 
 from .manifest import build_note
 
@@ -73,41 +74,8 @@ MAX_HTML_CALLS = 2000
 #: How many dead letters the HTML page lists with their detail and raw bytes.
 MAX_HTML_DEAD_LETTERS = 100
 
-Row = dict[str, Any]
-
-
 class ReportError(Exception):
     """A problem the user can fix, told in one sentence (exit code 2)."""
-
-
-@dataclass
-class Summary:
-    """Everything the report shows, as the views returned it."""
-
-    out_dir: Path
-    totals: Row
-    tools: list[Row]
-    unknown_reasons: dict[str, list[tuple[str, int]]]
-    disagreements: list[Row]
-    timeline: list[Row]
-    runs: Row
-    dead_letter_reasons: list[Row]
-    figures: Row = field(default_factory=dict)
-    dead_letter_files: list[Row] = field(default_factory=list)
-    span: Row | None = None
-    tool_timeline: list[Row] = field(default_factory=list)
-    dead_letters: list[Row] = field(default_factory=list)
-    calls: list[Row] = field(default_factory=list)
-    #: How the headline figures fit together: (sentence, holds) per identity (`reconciliation`).
-    fit: list[tuple[str, bool]] = field(default_factory=list)
-    #: The caps the page's lists were cut to (it says so when it cuts).
-    max_calls: int = 0
-    max_dead_letters: int = 0
-    #: Tools with at least one call with an ended_at (the ones the page can draw over time).
-    timed_tools: list[str] = field(default_factory=list)
-    #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
-    disagreement_count: int = 0
-    build: str = ""  # reader version(s) and increments (`pipelines.manifest.build_note`)
 
 
 # ------------------------------------------------------------------ input

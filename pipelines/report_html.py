@@ -1,6 +1,6 @@
 """The self-contained HTML page of `footprint-audit report --html FILE`.
 
-Role:  turns a `pipelines.report.Summary` into one HTML file that needs no
+Role:  turns a `pipelines.report_summary.Summary` into one HTML file that needs no
        network: inline CSS, inline SVG charts drawn here, and a little inline
        JavaScript. It shows the headline figures (each defined, and how they
        fit together), stacked bars of emptiness and of outcomes per tool
@@ -25,10 +25,9 @@ import html
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-if TYPE_CHECKING:
-    from footprint_audit.pipelines.report import Row, Summary
+from .report_summary import Row, Summary
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {

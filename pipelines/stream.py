@@ -28,7 +28,6 @@ Run on Dataflow, reading Pub/Sub::
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 import time
@@ -42,21 +41,20 @@ from footprint_audit.schemas.declarations import Declarations, DeclarationsError
 from footprint_audit.transforms import sources
 from footprint_audit.transforms.accounting import add_counts, run_row
 from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
-from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ParseMessageFn, ReadFilesAsStreamFn
+from footprint_audit.transforms.pubsub_read import ReadPubSubEvents
+from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
 from footprint_audit.transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from footprint_audit.transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
 from footprint_audit.transforms.worker_gc import tune_gc
 
 from . import flink_state
-from .errors import failure_sentence
+from .errors import UsageError, failure_sentence
+from .inputs import expand_inputs
 from .options_check import FlagParser, OptionsError, check_beam_args
+from .stream_summary import stream_summary
 
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
-
-
-class UsageError(Exception):
-    """A mistake in how the job was called."""
 
 
 class JobFailed(RuntimeError):
@@ -85,24 +83,12 @@ def parse_source(uri: str) -> tuple[str, dict]:
     raise UsageError(f"--source {uri}: use kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
 
 
-def _expand_files(pattern: str) -> list[str]:
-    if os.path.isdir(pattern):
-        return sorted(os.path.join(d, f) for d, _, fs in os.walk(pattern) for f in fs)
-    names = sorted(glob.glob(pattern, recursive=True))
-    names = [n for n in names if os.path.isfile(n)]
-    if not names:
-        raise UsageError(f"--source file://{pattern}: the pattern matches no file")
-    return names
-
-
-def _pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
-    from apache_beam.io.gcp.pubsub import ReadFromPubSub
-
-    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
-    uri = "pubsub://" + subscription
-    return msgs | "PubSubMessages" >> beam.Map(
-        lambda m: (uri, 0, m.data, int(m.publish_time.micros // 1000) if m.publish_time else None)
-    )
+def _expand_files(pattern: str, output: str | None = None) -> list[str]:
+    """The files `file://GLOB` names, by the rules of `reassess --input` (`pipelines.inputs`)."""
+    try:
+        return [path for path, _size in expand_inputs([pattern], output)]
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
 def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tuple[beam.PCollection, beam.PCollection]:
@@ -110,7 +96,7 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tupl
     source's first element (what an end marker waits on besides what was written)."""
     kind, parts = parse_source(source_uri)
     if kind == "file":
-        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"]))
+        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], args.output))
         return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
     if kind == "kafka":
         spec = KafkaSpec(
@@ -126,8 +112,8 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tupl
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
         return read["events"], read["topic"]
-    messages = _pubsub_messages(p, parts["subscription"])
-    return messages | "ParseMessages" >> beam.ParDo(ParseMessageFn(args.max_event_bytes)), messages
+    events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], args.max_event_bytes)
+    return events, events
 
 
 def build_stream(
@@ -209,7 +195,6 @@ def _wait(result: Any, end_marker: str | None) -> str:
         if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
             return str(result.wait_until_finish()).rsplit(".", 1)[-1]
         if os.path.exists(end_marker):
-            _quiet_worker_threads()  # the in-process worker's threads lose their runner when it ends
             result.cancel()
             try:
                 result.wait_until_finish()
@@ -218,24 +203,6 @@ def _wait(result: Any, end_marker: str | None) -> str:
             os.remove(end_marker)
             return "ENDED"
         time.sleep(0.5)
-
-
-def _quiet_worker_threads() -> None:
-    """From now on, a thread that dies of a closed gRPC stream (the local worker's, once its job is
-    ended) dies quietly; any other thread error is printed as before."""
-    import threading
-
-    import grpc
-
-    previous = threading.excepthook
-
-    def hook(args: Any) -> None:
-        exc = args.exc_value
-        if isinstance(exc, grpc.RpcError) or (isinstance(exc, ValueError) and "gRPC" in str(exc)):
-            return
-        previous(args)
-
-    threading.excepthook = hook
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -302,7 +269,8 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
-    print(f"footprint-audit stream: done; tables under {args.output}")
+    summary = stream_summary(args.output)
+    print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
     return 0
 
 

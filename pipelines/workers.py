@@ -11,8 +11,7 @@ What this pool does differently from `worker_pool_main`: its workers are made wh
 the pool is, before the job is built, not when the runner asks; the runner's request
 only tells a waiting worker where to connect. Beam's pool (and the local runner's
 `multi_processing` mode) starts a new interpreter per worker, which imports Beam,
-pyarrow and the project again: about 0.8 s of CPU per worker, half of what a 100 MB
-job costs (bench/README.md). Here, when the launcher runs no other thread yet (a
+pyarrow and the project again (bench/README.md, "Worker processes"). Here, when the launcher runs no other thread yet (a
 `footprint-audit` process: the pool is made before Beam starts any), each worker is
 `fork()`ed from it with everything imported. Otherwise (a test session or a library
 caller that already ran Beam, whose gRPC threads a fork would not carry over) each
@@ -21,11 +20,15 @@ imports overlap with the building of the job.
 
 Workers die with the launcher (`PR_SET_PDEATHSIG` on Linux) and are waited for, or
 killed, when the pool is closed: no orphans. They ignore Ctrl-C, which the launcher
-handles.
+handles. A worker's stderr passes the project's own lines (progress); anything else
+printed there (Beam's harness prints each failed bundle's traceback besides logging
+it) only when `$FOOTPRINT_AUDIT_LOG` shows errors (`pipelines.quiet`): by default a
+failed job is the launcher's one sentence.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -104,6 +107,30 @@ def _die_with_parent() -> None:
         pass
 
 
+#: How the project's own lines on stderr begin (progress lines: `transforms.progress.Ticker`).
+OWN_LINES = "footprint-audit"
+
+
+class _WorkerStderr:
+    """A worker's `sys.stderr`: the project's own lines pass; other text passes only when
+    `$FOOTPRINT_AUDIT_LOG` shows errors (`pipelines.quiet`), like the log lines it stands beside."""
+
+    def __init__(self, stream: Any) -> None:
+        from .quiet import shown_level
+
+        level = shown_level()
+        self._stream = stream
+        self._all = level is not None and level <= logging.ERROR
+
+    def write(self, text: str) -> int:
+        if self._all or text.startswith(OWN_LINES):
+            return self._stream.write(text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding: the terminal's
+        return getattr(self._stream, name)
+
+
 def _serve(assignment: bytes) -> int:
     """Run one SDK worker for the runner named in `assignment` (`control URL\\nworker id`)."""
     if not assignment.strip():
@@ -111,6 +138,7 @@ def _serve(assignment: bytes) -> int:
     url, _, worker_id = assignment.decode().strip().partition("\n")
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
+    sys.stderr = _WorkerStderr(sys.stderr)
     SdkHarness(url, worker_id=worker_id).run()
     return 0
 
@@ -268,7 +296,8 @@ class WorkerPool:
 
 def _worker_env() -> dict[str, str]:
     """A spawned worker's environment: the launcher's, with the project importable."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    top = sys.modules[(__package__ or "pipelines").split(".")[0]]  # the project's top-level package
+    root = os.path.dirname(os.path.dirname(os.path.abspath(top.__file__ or "")))
     path = os.environ.get("PYTHONPATH", "")
     return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
 

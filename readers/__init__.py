@@ -1,12 +1,12 @@
 """footprint-audit's pure readers: the upstream agentfootprint readers, ported exactly.
 
 Pattern: pure readers (no Beam, no I/O, no clock; standard library + orjson).
-Role:    the bottom layer. `transforms/read_calls` asks them per call; the
+Role:    the bottom layer. `transforms/apply_readers` asks them per call; the
          conformance harness (`python -m footprint_audit.readers.cases`) asks them per case.
 Emits:   nothing.
 
 Every reader gives the upstream TypeScript answer, JavaScript semantics
-included (READERS.md §9); readings are frozen dataclasses whose
+included (docs/readers.md §9); readings are frozen dataclasses whose
 `to_upstream()` gives the upstream camelCase JSON shape.
 """
 

@@ -37,17 +37,17 @@ from .served_json import json_prefix_of, leading_json_values
 __all__ = ["run_case", "answer_line", "main"]
 
 
-def _value(case: dict) -> Any:
+def _value(case: dict[str, Any]) -> Any:
     return case.get("value", UNDEFINED)
 
 
-def _text(case: dict) -> Any:
+def _text(case: dict[str, Any]) -> Any:
     if "text" in case:
         return case["text"]
     return case.get("value", UNDEFINED)
 
 
-def _read_emptiness(case: dict) -> Any:
+def _read_emptiness(case: dict[str, Any]) -> Any:
     context = case.get("context", UNDEFINED)
     kept_out: Callable[[Any], bool] | None = None
     if type(context) is dict and "keptOut" in context:
@@ -59,7 +59,7 @@ def _read_emptiness(case: dict) -> Any:
     return read_emptiness_js(_value(case), context, kept_out)
 
 
-def _rows_at_problem(case: dict) -> Any:
+def _rows_at_problem(case: dict[str, Any]) -> Any:
     if "rowsAt" in case:
         return rows_at_problem(case["rowsAt"])
     return rows_at_problem(case.get("value", UNDEFINED))
@@ -69,8 +69,8 @@ def _or_undefined(v: Any) -> Any:
     return UNDEFINED if v is None else v
 
 
-def _mint(fn: Callable[[Any], Any]) -> Callable[[dict], Any]:
-    def run(case: dict) -> Any:
+def _mint(fn: Callable[[Any], Any]) -> Callable[[dict[str, Any]], Any]:
+    def run(case: dict[str, Any]) -> Any:
         try:
             return fn(_value(case))
         except result_facts.ResultFactError as exc:
@@ -79,7 +79,7 @@ def _mint(fn: Callable[[Any], Any]) -> Callable[[dict], Any]:
     return run
 
 
-_READERS: dict[str, Callable[[dict], Any]] = {
+_READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "readEmptiness": _read_emptiness,
     "declaredByValue": lambda c: _or_undefined(declared_by_value(_value(c))),
     "parseMaybeJson": lambda c: parse_maybe_json(_value(c)),
@@ -109,7 +109,7 @@ class _Thrown(Exception):
         self.message = message
 
 
-def run_case(case: dict) -> dict:
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """One case → its answer object (`result` / `undefined` / `throws`)."""
     fn = case.get("fn")
     reader = _READERS.get(fn) if type(fn) is str else None

@@ -1,7 +1,7 @@
 """The emptiness reader: did a finished tool call come back empty, and who says so.
 
-Pattern: pure reader, typed routes, first match wins (READERS.md §5).
-Role:    the ONE reader of what came back. The pipeline's `read_calls` step
+Pattern: pure reader, typed routes, first match wins (docs/readers.md §5).
+Role:    the ONE reader of what came back. The pipeline's `apply_readers` step
          asks it twice per call — with the door the record holds, and without
          one (the standing fold's view) — and nobody re-derives a route.
 Emits:   nothing; no I/O, no clock, no Beam.
@@ -70,7 +70,7 @@ class EmptinessReading(NamedTuple):
     `rows` is the JS count (an int); `counted_at` the path segments where it
     was taken; `described` the per-kind counts of a described result as
     `(kind, count)` pairs in upstream order; `key_order` the upstream key
-    order of this route (READERS.md §5a), used only by `to_upstream`.
+    order of this route (docs/readers.md §5a), used only by `to_upstream`.
     """
 
     emptiness: str
@@ -78,11 +78,11 @@ class EmptinessReading(NamedTuple):
     rows: int | None = None
     source: str | None = None
     rows_at: Any = None
-    counted_at: tuple | None = None
-    described: tuple | None = None
+    counted_at: tuple[Any, ...] | None = None
+    described: tuple[Any, ...] | None = None
     rows_unread: str | None = None
     bounded: bool = False
-    key_order: tuple = ()
+    key_order: tuple[Any, ...] = ()
 
     def described_count(self, kind: str) -> int | None:
         """The count of one described kind (`facts`, `series`, `edges`), or None."""
@@ -91,9 +91,9 @@ class EmptinessReading(NamedTuple):
                 return n
         return None
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape, camelCase, in the route's own key order."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key in self.key_order:
             v = getattr(self, _FIELDS[key])
             if key == "countedAt":
@@ -104,7 +104,7 @@ class EmptinessReading(NamedTuple):
         return out
 
     @classmethod
-    def from_upstream(cls, shape: dict) -> "EmptinessReading":
+    def from_upstream(cls, shape: dict[str, Any]) -> "EmptinessReading":
         """Build a reading from the upstream dict shape (keeps its key order)."""
         get = shape.get
         counted = get("countedAt")
@@ -123,12 +123,12 @@ class EmptinessReading(NamedTuple):
         )
 
 
-def _counted(n: Any, source: str, at: list, rows_at: Any = UNDEFINED) -> dict:
+def _counted(n: Any, source: str, at: list[Any], rows_at: Any = UNDEFINED) -> dict[str, Any]:
     if is_js_number(n) and n == 0:
         n = 0  # -0 is written 0
     elif type(n) is float:
         n = int(n)
-    out: dict = {"emptiness": "undeclared-empty" if n == 0 else "non-empty", "rows": n, "source": source}
+    out: dict[str, Any] = {"emptiness": "undeclared-empty" if n == 0 else "non-empty", "rows": n, "source": source}
     if rows_at is not UNDEFINED:
         out["rowsAt"] = rows_at
     out["countedAt"] = at
@@ -140,7 +140,7 @@ def _kept_out(kept_out: Callable[[Any], Any] | None, value: Any) -> bool:
     return kept_out is not None and kept_out(value) is True
 
 
-def _ticket_for(data: dict, rows_at: Any, key: str) -> tuple[dict, list] | None:
+def _ticket_for(data: dict[str, Any], rows_at: Any, key: str) -> tuple[dict[str, Any], list[Any]] | None:
     every = data.get("datasets", UNDEFINED)
     if type(every) is dict and key in every:
         ticket = every[key]
@@ -158,7 +158,7 @@ def _ticket_for(data: dict, rows_at: Any, key: str) -> tuple[dict, list] | None:
     return None
 
 
-def _rowset(data: Any, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> dict:
+def _rowset(data: Any, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> dict[str, Any]:
     if type(data) is list:
         return _counted(len(data), "library", [])
     if _kept_out(kept_out, data):
@@ -185,10 +185,10 @@ def _rowset(data: Any, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> d
     return {"emptiness": "unknown", "undeclaredShape": False, "rowsUnread": "uncounted-ticket", "rowsAt": rows_at}
 
 
-def _described(envelope: Any) -> dict | None:
+def _described(envelope: Any) -> dict[str, Any] | None:
     if type(envelope) is not dict:
         return None
-    counts: dict = {}
+    counts: dict[str, Any] = {}
     for kind in _KINDS:
         lst = envelope.get(kind, UNDEFINED)
         if type(lst) is list and lst:
@@ -200,9 +200,9 @@ def _described(envelope: Any) -> dict | None:
     return None
 
 
-def _bounded(data: Any, door_bounded: bool, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> dict:
+def _bounded(data: Any, door_bounded: bool, rows_at: Any, kept_out: Callable[[Any], Any] | None) -> dict[str, Any]:
     # Iterative: find how deep the vouched-for ledgers go, read the innermost
-    # value, then re-shape outward (READERS.md §5 step 5).
+    # value, then re-shape outward (docs/readers.md §5 step 5).
     depth = 0
     while True:
         covered = read_coverage_ledger(data) if door_bounded else UNDEFINED
@@ -233,7 +233,7 @@ def _door_field(door: Any, name: str) -> Any:
     return UNDEFINED
 
 
-def _read(value: Any, rows_at: Any, door: Any, kept_out: Callable[[Any], Any] | None) -> dict:
+def _read(value: Any, rows_at: Any, door: Any, kept_out: Callable[[Any], Any] | None) -> dict[str, Any]:
     data = parse_maybe_json_for_reading(value)
     if door is None or door is UNDEFINED:
         own = declared_by_value(data)

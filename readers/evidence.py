@@ -1,6 +1,6 @@
 """How a served result reads as evidence: `read_result` and the absence projection.
 
-Pattern: pure reader combining the served-JSON readers (READERS.md §8).
+Pattern: pure reader combining the served-JSON readers (docs/readers.md §8).
 Role:    the one reading of a result's text that the evidence index and the
          declared-sources check share upstream (`evidenceIndex.ts ·
          readResult`); here it backs the conformance harness and the
@@ -44,11 +44,11 @@ class ResultReading:
     text: str | None = None
     tail: str | None = None
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape: `{parsed, tail?}` or `{text}`."""
         if self.parsed is UNDEFINED:
             return {"text": self.text}
-        out: dict = {"parsed": self.parsed}
+        out: dict[str, Any] = {"parsed": self.parsed}
         if self.tail is not None:
             out["tail"] = self.tail
         return out
@@ -69,9 +69,9 @@ def _list_without_record_only(lst: Any) -> Any:
     ]
 
 
-def _lists_without_record_only(holder: dict) -> dict:
+def _lists_without_record_only(holder: dict[str, Any]) -> dict[str, Any]:
     """`holder` with record-only item keys stripped; the SAME object when none had one."""
-    out: dict | None = None
+    out: dict[str, Any] | None = None
     for key in _WIRE_LISTS:
         if key not in holder:
             continue
@@ -85,7 +85,7 @@ def _lists_without_record_only(holder: dict) -> dict:
     return holder if out is None else out
 
 
-def _tool_authored_only(absence: dict) -> dict:
+def _tool_authored_only(absence: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in _lists_without_record_only(absence).items() if k != _CALLER_ECHO}
 
 

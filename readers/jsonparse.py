@@ -1,6 +1,6 @@
 """`JSON.parse`, exactly, in Python: orjson first, an exact fallback second.
 
-Pattern: one parser with a fast path and an exact path (READERS.md T3, T14).
+Pattern: one parser with a fast path and an exact path (docs/readers.md T3, T14).
 Role:    every JSON text the readers parse goes through `parse_json`; the
          pipeline parses event files with it too, so a result value reads the
          same whether it came from a file or from a string inside one.
@@ -89,7 +89,7 @@ def _remember(text: Any, ok: bool, msg: str = "", pos: int = 0) -> Outcome:
 # `declared_by_value`), kept for ONE later taker of the same text object
 # (`leading_json_values`, which returns it): taking removes it (an atomic
 # `dict.pop`), so a value is never shared by two callers.
-_kept: dict = {}
+_kept: dict[int, tuple[str, Any]] = {}
 
 
 def parse_json_kept(text: str) -> Any:
@@ -175,7 +175,7 @@ class _ExactParser:
         return JSONError(f"{what} at position {self.pos}")
 
     def skip_ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()
+        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string
 
     def parse(self) -> Any:
         self.skip_ws()
@@ -192,8 +192,8 @@ class _ExactParser:
         parts: list[str] = []
         while True:
             m = _PLAIN_STRING.match(text, pos)
-            parts.append(m.group(0))
-            pos = m.end()
+            parts.append(m.group(0))  # type: ignore[union-attr]  # the pattern matches the empty string
+            pos = m.end()  # type: ignore[union-attr]  # the pattern matches the empty string
             if pos >= len(text):
                 self.pos = pos
                 raise self.fail("unterminated string")

@@ -1,7 +1,7 @@
 """JavaScript value semantics for the readers, in Python.
 
 Pattern: small pure helpers, no state.
-Role:    the one place where READERS.md §9's JS-vs-Python traps are settled:
+Role:    the one place where docs/readers.md §9's JS-vs-Python traps are settled:
          JS trim (T1), the four JSON spaces (T2), doubles (T4, T5), booleans
          that are not numbers (T6), JS truthiness (T9), own keys (T10),
          integer-like key order (T11) and `JSON.stringify` output (T13).
@@ -246,7 +246,7 @@ def _is_array_index(key: str) -> bool:
     )
 
 
-def js_ordered_keys(obj: dict) -> list:
+def js_ordered_keys(obj: dict[str, Any]) -> list[Any]:
     """Own keys in JS enumeration order (T11): array indices first, ascending."""
     keys = list(obj)
     idx = [k for k in keys if k[:1].isdigit() and _is_array_index(k)]
@@ -269,7 +269,7 @@ _ESCAPES = {
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 
 
-def _escape_char(m: re.Match) -> str:
+def _escape_char(m: re.Match[str]) -> str:
     ch = m.group(0)
     esc = _ESCAPES.get(ch)
     if esc is not None:

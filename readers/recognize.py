@@ -1,6 +1,6 @@
 """The strict recognizers: which library envelope (if any) a value is.
 
-Pattern: pure recognizers, typed routes (READERS.md §1–§4).
+Pattern: pure recognizers, typed routes (docs/readers.md §1–§4).
 Role:    asked by `readers.emptiness` (the door read off a value, tickets),
          `readers.evidence` (what an absence may ground) and the pipeline
          (`value_declares_*` columns). One rule, one owner: nobody else
@@ -131,7 +131,7 @@ class ValueDeclaration:
     bounded: bool
     gap: bool
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape: `{absent, bounded, gap}`, in that order."""
         return {"absent": self.absent, "bounded": self.bounded, "gap": self.gap}
 

@@ -1,4 +1,4 @@
-"""Result facts a search tool states out loud: `resolved` and `paging` (READINGS.md §5).
+"""Result facts a search tool states out loud: `resolved` and `paging` (docs/output.md §5).
 
 Pattern: two doors, one rule set — the mint raises, the reader returns None.
 Role:    the pipeline reads these off the described envelope (the door) and
@@ -84,7 +84,7 @@ def paging_problem(paging: Any) -> str | None:
     return "`paging.next` must be null, a cursor string or a whole page number"
 
 
-def mint_resolved(resolved: Any) -> list:
+def mint_resolved(resolved: Any) -> list[Any]:
     """A validated copy of a `resolved` list; raises `ResultFactError` naming the fault."""
     problem = resolved_problem(resolved)
     if problem is not None:
@@ -92,7 +92,7 @@ def mint_resolved(resolved: Any) -> list:
     return copy.deepcopy(resolved)
 
 
-def mint_paging(paging: Any) -> dict:
+def mint_paging(paging: Any) -> dict[str, Any]:
     """A validated copy of a `paging` object; raises `ResultFactError` naming the fault."""
     problem = paging_problem(paging)
     if problem is not None:
@@ -100,7 +100,7 @@ def mint_paging(paging: Any) -> dict:
     return dict(paging)
 
 
-def _fact(value: Any, key: str, own_shape: type) -> Any:
+def _fact(value: Any, key: str, own_shape: type[Any]) -> Any:
     """The fact itself: `value[key]` of an envelope, or `value` when it is the fact."""
     if type(value) is dict and key in value:
         return value[key]
@@ -109,7 +109,7 @@ def _fact(value: Any, key: str, own_shape: type) -> Any:
     return UNDEFINED
 
 
-def read_resolved(value: Any) -> list | None:
+def read_resolved(value: Any) -> list[Any] | None:
     """The `resolved` fact of an envelope (or the list itself), copied; None when absent or malformed."""
     fact = _fact(value, "resolved", list)
     if fact is UNDEFINED or resolved_problem(fact) is not None:
@@ -117,7 +117,7 @@ def read_resolved(value: Any) -> list | None:
     return copy.deepcopy(fact)
 
 
-def read_paging(value: Any) -> dict | None:
+def read_paging(value: Any) -> dict[str, Any] | None:
     """The `paging` fact of an envelope (or the object itself), copied; None when absent or malformed."""
     fact = _fact(value, "paging", dict)
     if fact is UNDEFINED or paging_problem(fact) is not None:
@@ -125,7 +125,7 @@ def read_paging(value: Any) -> dict | None:
     return dict(fact)
 
 
-def paging_next_text(paging: dict) -> str | None:
+def paging_next_text(paging: dict[str, Any]) -> str | None:
     """`paging.next` as text (the `paging_next` column): the cursor, or the page number."""
     nxt = paging.get("next")
     if nxt is None:

@@ -1,6 +1,6 @@
 """The served-JSON readers: the JSON inside a served result that is not one JSON value.
 
-Pattern: two pure readers over the JSON grammar (READERS.md §6, §7).
+Pattern: two pure readers over the JSON grammar (docs/readers.md §6, §7).
 Role:    asked by `readers.evidence.read_result` and by the pipeline's
          `served_*` columns for a value the model read as text: notes
          appended after the JSON, several blocks, JSON cut short by a cap.
@@ -44,10 +44,10 @@ __all__ = ["LeadingJson", "JsonPrefix", "leading_json_values", "json_prefix_of"]
 class LeadingJson:
     """`leadingJsonValues`: the values the text opens with, and the text after them."""
 
-    values: tuple
+    values: tuple[Any, ...]
     rest: str
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape `{values, rest}`."""
         return {"values": list(self.values), "rest": self.rest}
 
@@ -56,12 +56,12 @@ class LeadingJson:
 class JsonPrefix:
     """`jsonPrefixOf`: the complete leaves, and the whole words of a cut string."""
 
-    leaves: tuple
+    leaves: tuple[Any, ...]
     words: str | None = None
 
-    def to_upstream(self) -> dict:
+    def to_upstream(self) -> dict[str, Any]:
         """The upstream JSON shape `{leaves, words?}`."""
-        out: dict = {"leaves": list(self.leaves)}
+        out: dict[str, Any] = {"leaves": list(self.leaves)}
         if self.words is not None:
             out["words"] = self.words
         return out
@@ -153,16 +153,16 @@ def leading_json_values(text: str) -> LeadingJson:
     """
     if type(text) is not str:
         raise _not_a_string(text, "length")
-    values: list = []
+    values: list[Any] = []
     n = len(text)
-    at = _SPACE.match(text, 0).end()
+    at = _SPACE.match(text, 0).end()  # type: ignore[union-attr]  # the pattern matches the empty string
     while at < n and (text[at] == "{" or text[at] == "["):
         fast = _first_value_fast(text, at)
         if fast is _RUNS_TO_END:
             break
         if fast is not None:
             values.append(fast[0])
-            at = _SPACE.match(text, fast[1]).end() if fast[1] < n else n
+            at = _SPACE.match(text, fast[1]).end() if fast[1] < n else n  # type: ignore[union-attr]  # the pattern matches the empty string
             continue
         end = _value_end(text, at)
         if end < 0:
@@ -171,7 +171,7 @@ def leading_json_values(text: str) -> LeadingJson:
             values.append(parse_json(text[at:end]))
         except JSONError:
             break
-        at = _SPACE.match(text, end).end()
+        at = _SPACE.match(text, end).end()  # type: ignore[union-attr]  # the pattern matches the empty string
     return LeadingJson(tuple(values), text[at:])
 
 
@@ -203,7 +203,7 @@ def _leaves_of_valid_prefix(text: str, at: int) -> JsonPrefix:
     only collect leaves: the strings, numbers and booleans, with the last
     token (the one the text ends inside) left out or read for its words.
     """
-    leaves: list = []
+    leaves: list[Any] = []
     tokens = _PREFIX_LEAVES.findall(text, at)
     last = len(tokens) - 1
     for i, (plain, escaped, cut, literal) in enumerate(tokens):
@@ -263,7 +263,7 @@ def json_prefix_of(text: str) -> JsonPrefix | None:
             raise _not_a_string(text, "length")
         return None
     n = len(text)
-    at = _SPACE.match(text, 0).end()
+    at = _SPACE.match(text, 0).end()  # type: ignore[union-attr]  # the pattern matches the empty string
     if at >= n or text[at] not in "{[":
         return None
     outcome = orjson_outcome(text[at:] if at else text)
@@ -271,8 +271,8 @@ def json_prefix_of(text: str) -> JsonPrefix | None:
         return None  # the value closes: no JSON cut short
     if outcome.msg.startswith(_END_OF_DATA):
         return _leaves_of_valid_prefix(text, at)
-    leaves: list = []
-    open_: list = []
+    leaves: list[Any] = []
+    open_: list[Any] = []
     tokens = _TOKENS.findall(text, at)
     last = len(tokens) - 1
     for i, (plain, literal, opener, closer, escaped, cut) in enumerate(tokens):

@@ -1,4 +1,4 @@
-"""The app's declarations file (READINGS.md §6): which key of a tool's result holds its rows.
+"""The app's declarations file (docs/output.md §6): which key of a tool's result holds its rows.
 
 Pattern: a validator that names the key and the rule it breaks.
 Role:    read once, before any input, by `pipelines.reassess` and

@@ -2,8 +2,8 @@
 
 Pattern: plain data classes (slots), no behaviour beyond small accessors.
 Role:    the contract between the byte readers (`transforms.sources`), the
-         join (`transforms.calls`) and the writers. EVENTS.md §1–§2 and
-         READINGS.md §1, §4 say what each field means.
+         join (`transforms.calls`) and the writers. docs/events.md §1–§2 and
+         docs/output.md §1, §4 say what each field means.
 Emits:   nothing.
 """
 
@@ -14,17 +14,17 @@ from typing import Any
 
 EVENT_PREFIX = "agentfootprint."
 
-#: Redaction placeholders (EVENTS.md §7): a value that is one of these was kept out.
+#: Redaction placeholders (docs/events.md §7): a value that is one of these was kept out.
 PLACEHOLDERS = frozenset({"[REDACTED]", "REDACTED"})
 
-#: Input formats, as written in `runs.format` (READINGS.md §1).
+#: Input formats, as written in `runs.format` (docs/output.md §1).
 FORMAT_ENVELOPE = "recording-envelope-v1"
 FORMAT_RECORDING = "recording"
 FORMAT_EVENTS_ARRAY = "events-array"
 FORMAT_EVENT_STREAM = "event-stream"
 FORMAT_SSE = "sse"
 
-#: Dead-letter reasons: fixed words (READINGS.md §4).
+#: Dead-letter reasons: fixed words (docs/output.md §4).
 REASON_NOT_JSON = "not-json"
 REASON_NOT_AN_EVENT = "not-an-event"
 REASON_UNKNOWN_FORMAT = "unknown-format"
@@ -86,8 +86,8 @@ class Event:
 
     index: int
     type: str
-    payload: dict
-    meta: dict
+    payload: dict[str, Any]
+    meta: dict[str, Any]
 
     @property
     def run_id(self) -> str | None:
@@ -120,7 +120,7 @@ class DeadLetter:
     detail: str
     raw: bytes | str
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, Any]:
         """The `dead_letters` table row (raw cut to 64 KiB, invalid UTF-8 replaced)."""
         raw = self.raw
         if isinstance(raw, str):
@@ -142,7 +142,7 @@ class RunInput:
 
     `snapshot` is the recording's footprintjs snapshot (committed state) when
     the format has one; `served_under_policy` is true when the snapshot's
-    recorders hold the redaction marker row (EVENTS.md §7).
+    recorders hold the redaction marker row (docs/events.md §7).
     """
 
     run_id: str | None
@@ -150,7 +150,7 @@ class RunInput:
     format: str
     events: list[Event] = field(default_factory=list)
     session_id: str | None = None
-    snapshot: dict | None = None
+    snapshot: dict[str, Any] | None = None
     dropped_events: int | None = None
     complete: bool | None = None
     served_under_policy: bool = False

@@ -1,7 +1,7 @@
 """Arrow schemas of the outputs — `readings`, `dead_letters`, `runs` — and their version.
 
 Pattern: declarations only.
-Role:    READINGS.md §3–§4 as Arrow types. The writers (`transforms.write`),
+Role:    docs/output.md §3–§4 as Arrow types. The writers (`transforms.write`),
          the report (`pipelines.report`) and the tests build on these; a
          column is renamed or dropped only with a `SCHEMA_VERSION` bump.
 Emits:   nothing.
@@ -72,7 +72,7 @@ READINGS = pa.schema(
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("event_index", pa.int64()),
         pa.field("reader_version", pa.string(), nullable=False),
-        # Streaming additions (issue 4): batch readings have revision 0 and no emitted_at.
+        # Streaming additions: batch readings have revision 0 and no emitted_at.
         pa.field("revision", pa.int32(), nullable=False),
         pa.field("emitted_at", pa.timestamp("ms", tz="UTC")),
     ],

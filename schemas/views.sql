@@ -1,4 +1,4 @@
--- The audit summaries as SQL views over the Parquet output (issue 6).
+-- The audit summaries as SQL views over the Parquet output.
 --
 -- Role:   one source of truth for `footprint-audit report`: pipelines/report.py
 --         runs this file in DuckDB and only formats what the views return.

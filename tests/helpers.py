@@ -44,7 +44,7 @@ def assert_stream_matches_batch(batch_out, stream_out, extra_ok=frozenset(), exa
     """The stream's latest readings equal `reassess`'s for the calls read from events.
 
     A stream carries no snapshot: no committed-state calls, no redaction marker
-    (EVENTS.md §7: an events-only record has no marker), no snapshot tool names;
+    (docs/events.md §7: an events-only record has no marker), no snapshot tool names;
     and an event without a numeric wallClockMs has no event time (a dead letter).
     Returns how many calls were compared.
     """
@@ -100,7 +100,7 @@ def one_sentence(res, exit_code: int) -> str:
 
 
 def assert_accounted(out: str | os.PathLike, inputs: list[str]) -> None:
-    """READINGS accounting: every runs row adds up, every input is in runs or dead_letters, the key is unique."""
+    """The accounting of docs/output.md §4: every runs row adds up, every input is in runs or dead_letters, the key is unique."""
     runs, dead, readings = (load_table(out, t) for t in ("runs", "dead_letters", "readings"))
     for r in runs:
         assert r["events"] == r["events_used"] + r["events_not_needed"] + r["dead_letters"], r

@@ -1,4 +1,4 @@
-"""A small, realistic output directory for the report tests (issue 6).
+"""A small, realistic output directory for the report tests.
 
 Role:  writes what `footprint-audit reassess` and `stream` write — readings,
        dead_letters and runs as Parquet with the exact Arrow schemas of

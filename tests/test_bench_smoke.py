@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from helpers import ROOT, load_table
@@ -23,7 +22,7 @@ from helpers import ROOT, load_table
 sys.path.insert(0, str(ROOT))
 
 from bench import baseline, run as bench_run  # noqa: E402
-from bench.generate import DECLARATIONS, generate, parse_size, write_declarations  # noqa: E402
+from bench.generate import generate, parse_size, write_declarations  # noqa: E402
 from footprint_audit.pipelines import reassess  # noqa: E402
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
 from footprint_audit.schemas.tables import TABLES  # noqa: E402
@@ -53,7 +52,7 @@ def test_generator_is_seeded_and_sized(tmp_path):
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b
     assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
-    assert a.bytes >= 100_000 and a.runs > 0 and a.calls >= 3 * a.runs
+    assert a == b and a.bytes >= 100_000 and a.runs > 0 and a.calls >= 3 * a.runs
     assert 0.01 < a.bad / a.events < 0.1
 
 

@@ -7,7 +7,8 @@ import os
 import pytest
 from apache_beam.runners.portability.flink_runner import FlinkRunner
 
-from footprint_audit.pipelines import cached_jars, jars, reassess
+from footprint_audit.pipelines import cached_jars, reassess
+from tools import jars
 
 ARGS = ["--input", "examples/recordings/**", "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]
 
@@ -24,7 +25,8 @@ def empty_cache(tmp_path, monkeypatch):
 
 
 def _complete_cache(folder) -> str:
-    beam = folder / jars.beam_spec()["name"]
+    beam = cached_jars.job_server_folder()
+    assert beam == folder / jars.beam_spec()["name"]  # the product reads where the tool writes
     beam.mkdir(parents=True)
     (beam / ".complete").write_text("x\n")
     (beam / "job-server.jar").write_bytes(b"PK")
@@ -65,9 +67,9 @@ def test_a_cached_job_server_is_filled_in_unless_one_is_given_or_beams_is_asked_
     assert cached_jars.cached_job_server(["--runner=FlinkRunner"]) == ["--runner=FlinkRunner"]
 
 
-def test_asking_for_the_cache_without_mvn_is_one_sentence_and_exit_2(empty_cache, tmp_path, monkeypatch, in_repo, capsys):
+def test_asking_for_a_missing_cache_is_one_sentence_naming_the_tool_and_exit_2(empty_cache, tmp_path, monkeypatch, in_repo, capsys):
     monkeypatch.setenv(cached_jars.USE_ENV, "cached")
     code = reassess.run([*ARGS, "--output", str(tmp_path / "o"), "--runner=FlinkRunner"])
     err = capsys.readouterr().err
-    assert code == 2 and "mvn" in err and "Traceback" not in err
+    assert code == 2 and "tools/fetch_jars.py" in err and "Traceback" not in err and err.count("\n") == 1
     assert not os.path.exists(empty_cache / jars.beam_spec()["name"] / "job-server.jar")

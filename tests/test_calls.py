@@ -1,6 +1,6 @@
 """Unit tests of the pure join, `transforms.calls` (no Beam).
 
-What is pinned here (READINGS.md §2 and §4, EVENTS.md §3–§4, §7–§8):
+What is pinned here (docs/output.md §2 and §4, docs/events.md §3–§4, §7–§8):
 
 - which events join a call (`classify_event`): a string, non-placeholder
   `payload.toolCallId` of any event type; the dead letters for redacted ids
@@ -8,7 +8,7 @@ What is pinned here (READINGS.md §2 and §4, EVENTS.md §3–§4, §7–§8):
   (`missing-call-id`); everything else is "not needed";
 - occurrences: each `tool_end` closes one; trailing events make one only with
   a `tool_start`; a reused id; the unordered (several files) library rule;
-- the outcome precedence of READINGS.md §2 step 4, each rule and the order
+- the outcome precedence of docs/output.md §2 step 4, each rule and the order
   between them, and `withheld_by`;
 - value read, door, names and iteration;
 - the committed-state calls (history tool messages, `coverageDeclared` rows,
@@ -32,17 +32,16 @@ from footprint_audit.schemas.events import (
     RunInput,
 )
 from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.call_types import RunFacts
 from footprint_audit.transforms.calls import (
     CALL,
     NOT_NEEDED,
-    RunFacts,
     classify_event,
-    committed_state_calls,
     join_call_events,
     join_run,
     run_facts_from,
-    tool_bytes_of,
 )
+from footprint_audit.transforms.committed_state import committed_state_calls, tool_bytes_of
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"
@@ -508,7 +507,7 @@ def test_document_run_row_keeps_the_accounting():
     assert (row["run_id"], row["session_id"], row["source_file"], row["format"]) == (RUN, SESSION, FILE, "recording")
 
 
-# --------------------------------------------------------------------------- outcome precedence (READINGS §2 step 4)
+# --------------------------------------------------------------------------- outcome precedence (docs/output.md §2 step 4)
 
 
 def outcome(rec: Recorder, cid="c1", **kw):
@@ -809,7 +808,7 @@ def test_a_before_tool_deny_does_not_withhold_and_an_after_tool_deny_does_not_re
 
 
 def test_withheld_by_is_only_for_a_call_that_ran():
-    # EVENTS.md §4.1: "otherwise ran, with withheldBy when there was an after-tool deny"
+    # docs/events.md §4.1: "otherwise ran, with withheldBy when there was an after-tool deny"
     rec = Recorder()
     rec.start("c1")
     rec.mw("c1", "after-tool", middleware="scrub")

@@ -1,4 +1,4 @@
-"""Issue 14, the inputs: what a real machine's folders hold, through the real CLI.
+"""The inputs: what a real machine's folders hold, through the real CLI.
 
 Each case runs `footprint-audit reassess` as a subprocess in its own temporary
 folder and checks the exit code, that no traceback is printed, the READINGS

@@ -1,4 +1,4 @@
-"""Issue 14, the command line: unknown options refused, Beam's kept, `--version`, `--summary-json`,
+"""The command line: unknown options refused, Beam's kept, `--version`, `--summary-json`,
 and the `--max-dead-letter-rate` gate, through the real CLI."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_other_arguments_neither_this_tool_nor_beam_takes_are_refused(tmp_path, 
 
 def test_beam_options_still_pass_through_and_the_job_runs(tmp_path, inp):
     res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet",
-                       "--direct_num_workers=1", "--job_name", "issue-14", "--experiments", "x", "--pipeline_type_check")
+                       "--direct_num_workers=1", "--job_name", "audit-job", "--experiments", "x", "--no_pipeline_type_check")
     assert res.returncode == 0 and res.stderr == "", res.stderr[-3000:]
     assert_accounted(tmp_path / "out", [str(inp / "run.jsonl"), str(inp / "broken.json")])
 

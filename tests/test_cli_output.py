@@ -1,4 +1,4 @@
-"""Issue 14, the output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C.
+"""The output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C.
 
 Each case runs `footprint-audit reassess` through the real CLI in its own
 temporary folder and checks the exit code, the one sentence on stderr (no

@@ -1,4 +1,4 @@
-"""`footprint-audit diff OLD NEW` (issue 19): which verdicts moved between two outputs.
+"""`footprint-audit diff OLD NEW`: which verdicts moved between two outputs.
 
 - An output against itself: nothing changed, exit 0.
 - The bundled examples read with changed declarations: the exact transition

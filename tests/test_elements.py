@@ -13,7 +13,7 @@ from helpers import fn_api_runner
 from footprint_audit.pipelines import reassess
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
-from footprint_audit.transforms.calls import Call
+from footprint_audit.transforms.call_types import Call
 from footprint_audit.transforms.elements import (
     EVENT_BYTES,
     ROW_BYTES,
@@ -22,7 +22,6 @@ from footprint_audit.transforms.elements import (
     ReadingRows,
     ReadingRowsCoder,
     SourceFileCoder,
-    typed,
 )
 from footprint_audit.transforms.join import JoinRecordingRuns
 from footprint_audit.transforms.apply_readers import ApplyReaders
@@ -66,9 +65,8 @@ def test_sizes_are_estimated_from_what_the_element_holds_without_encoding_it():
     assert SourceFileCoder().get_impl().get_estimated_size_and_observables(source) == (4 * EVENT_BYTES + 7, [])
 
 
-@pytest.mark.parametrize("type_check", [False, True])
-def test_the_job_gives_its_main_outputs_these_coders(type_check):
-    beam_args = ["--direct_num_workers=1"] + (["--pipeline_type_check"] if type_check else [])
+def test_the_job_gives_its_main_outputs_these_coders():
+    beam_args = ["--direct_num_workers=1"]
     options, runner, _spread = reassess._pipeline_options(beam_args)
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, ["a.json"], "/nonexistent", Declarations({}), 1, progress=False, spread=False)
@@ -99,7 +97,7 @@ def test_beam_samples_the_sizes_of_elements_it_could_not_pickle():
     # On the local runner the steps are fused and Beam only measures these elements;
     # its fallback coder would pickle them to do so (and fail on this one).
     with TestPipeline(runner=fn_api_runner()) as p:
-        files = typed(p | beam.Create([None]) | beam.Map(_unpicklable_source), SourceFile)
+        files = p | beam.Create([None]) | beam.Map(_unpicklable_source).with_output_types(SourceFile)
         joined = files | JoinRecordingRuns()
         rows = joined["calls"] | ApplyReaders(Declarations({}))
         assert_that(

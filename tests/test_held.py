@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.held import decode_held, encode_held, hold
+from footprint_audit.transforms.held import decode_held, encode_held, hold, pack_held, unpack_held
 
 
 def _nested(depth: int) -> list:
@@ -85,3 +85,18 @@ def _same(a, b) -> bool:
     if type(a) is dict:
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return a == b
+
+
+@given(st.lists(st.binary(max_size=300), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_held_events_packed_together_read_back_in_order(held):
+    packed = pack_held(held)
+    assert unpack_held(packed) == held
+    if sum(map(len, held)) > 10_000:
+        assert len(packed) < sum(map(len, held))
+
+
+def test_a_calls_held_events_pack_smaller_than_they_are():
+    held = [encode_held("runs/a.jsonl", ev({"toolCallId": "c1", "result": [{"row": i, "name": "x" * 20}]})) for i in range(20)]
+    packed = pack_held(held)
+    assert unpack_held(packed) == held and len(packed) < sum(map(len, held)) / 2

@@ -1,4 +1,4 @@
-"""`reassess --incremental` (issue 19): read only the files the output has not seen, and add their rows.
+"""`reassess --incremental`: read only the files the output has not seen, and add their rows.
 
 - The bundled examples read in three incremental batches give the same readings,
   dead letters and runs (as sets of rows) as one full run; the JSON Lines stream

@@ -1,4 +1,4 @@
-"""`reassess --partition-by ended_date` (issue 20): readings in Hive layout, read back alike.
+"""`reassess --partition-by ended_date`: readings in Hive layout, read back alike.
 
 The bundled examples are written twice, flat and partitioned (three shards, so a
 partition holds several shard files); DuckDB's `hive_partitioning` reads the

@@ -7,11 +7,11 @@ For any set of runs (hypothesis), written
 
 the readings are the same rows, on the pure path (`transforms.sources` →
 `transforms.calls` → `transforms.reading_rows`, no Beam) and on the Beam path (the
-`reassess` job); every event is accounted for (READINGS.md §4); and running
+`reassess` job); every event is accounted for (docs/output.md §4); and running
 the job twice gives byte-identical files.
 
 Generated calls have one occurrence each, declarations in recording order and
-no order-dependent rules (permission checks, after-tool denies), so READINGS.md
+no order-dependent rules (permission checks, after-tool denies), so docs/output.md
 §2 gives them the same reading whether their events share a file or not.
 Each example runs the Beam job twice (~1 s each): `max_examples` is small.
 """
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from helpers import load_table
 from footprint_audit.pipelines import reassess
 from footprint_audit.schemas.declarations import load_declarations
-from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 from footprint_audit.transforms import sources
 from footprint_audit.transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
 from footprint_audit.transforms.reading_rows import reading_row
@@ -64,7 +64,7 @@ runs_st = st.lists(run_st, min_size=1, max_size=4)
 
 
 def run_events(n: int, calls: list[dict]) -> list[dict]:
-    """One run's event envelopes, in recording order (EVENTS.md §8)."""
+    """One run's event envelopes, in recording order (docs/events.md §8)."""
     run_id = f"run-17904{n:05d}-1"
 
     def e(kind: str, **payload) -> dict:
@@ -134,7 +134,7 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
     stream: dict[str, list[tuple[str, Event]]] = {}
     for path in sorted(str(p) for p in d.rglob("*") if p.is_file()):
         opened = sources.open_source(path)
-        if isinstance(opened, sources.SourceFile):
+        if isinstance(opened, SourceFile):
             dead += len(opened.dead_letters)
             for run in opened.runs:
                 joined = join_run(run)

@@ -23,11 +23,33 @@ logging.warning("a root warning")
 """
 
 
-def _logged(level: str | None) -> str:
+# Threads that die as an SDK worker's do when its runner hangs up, and one that dies of a bug.
+THREADS = """
+import threading
+import grpc
+from footprint_audit import pipelines
+
+def hung_up():
+    raise grpc.RpcError("StatusCode.CANCELLED: Multiplexer hanging up")
+
+def closed():
+    raise ValueError("Cannot invoke RPC on closed channel! (gRPC)")
+
+def bug():
+    raise KeyError("a bug in a thread")
+
+for target in (hung_up, closed, bug):
+    t = threading.Thread(target=target, name=target.__name__)
+    t.start()
+    t.join()
+"""
+
+
+def _logged(level: str | None, code: str = LOGS) -> str:
     env = {k: v for k, v in os.environ.items() if k != quiet.LOG_ENV}
     if level is not None:
         env[quiet.LOG_ENV] = level
-    res = subprocess.run([sys.executable, "-c", LOGS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     return res.stderr
 
@@ -50,6 +72,15 @@ def test_debug_or_any_other_word_shows_every_line():
         lines = _logged(value).splitlines()
         assert "WARNING:apache_beam.utils.subprocess_server:Really starting service at x" in lines
         assert "INFO:somewhere:an info" in lines and len(lines) == 5
+
+
+def test_a_thread_ended_by_its_closed_grpc_stream_is_quiet_and_any_other_thread_error_is_shown():
+    err = _logged(None, THREADS)
+    assert "KeyError: 'a bug in a thread'" in err and "Exception in thread bug" in err
+    assert "Multiplexer" not in err and "closed channel" not in err and "hung_up" not in err
+    debug = _logged("DEBUG", THREADS)
+    assert "DEBUG:footprint_audit.pipelines.quiet:thread hung_up ended with its closed gRPC stream" in debug
+    assert "Multiplexer hanging up" in debug and "thread closed ended" in debug
 
 
 @pytest.mark.parametrize("value, level", [("", None), ("info", 20), ("Warn", 30), ("15", 15), ("verbose", 10)])

@@ -10,7 +10,7 @@ with the reference answer the file holds:
 
 Both sides are written the way `JSON.stringify` writes them (JS numbers, key
 order, escapes), and the case lines are read with `readers.parse_json`, i.e.
-with JavaScript number semantics (READERS.md T19). The two small files are
+with JavaScript number semantics (docs/readers.md T19). The two small files are
 parametrized per case (the test id is the case id); the property file is
 parametrized in chunks, each chunk collecting every mismatch and naming the
 failing case ids. A last test runs the real CLI (`python -m footprint_audit.readers.cases`) on

@@ -1,9 +1,9 @@
-"""Unit tests of the public Python API of `readers/` (READERS.md, READINGS.md §5).
+"""Unit tests of the public Python API of `readers/` (docs/readers.md, docs/output.md §5).
 
 Role: where the conformance test checks the upstream camelCase JSON answers
 through the harness, these tests pin what a Python caller sees: the
 snake_case fields of the frozen readings, their `to_upstream()` shapes and key
-orders (READERS.md §5a), the `kept_out` predicate, door dicts, `rows_at`, each
+orders (docs/readers.md §5a), the `kept_out` predicate, door dicts, `rows_at`, each
 JS-vs-Python trap T1–T20 exercised on the Python functions themselves, the
 recognizers, the served-JSON readers, `read_result`, and the result facts
 (mints raise `ResultFactError` naming the fault; reads return None for a
@@ -356,7 +356,7 @@ class TestRowsAt:
 
 
 # ---------------------------------------------------------------------------
-# The JS-vs-Python traps of READERS.md §9, on the Python API
+# The JS-vs-Python traps of docs/readers.md §9, on the Python API
 
 
 class TestTraps:

@@ -1,6 +1,6 @@
 """Unit tests of `transforms.reading_rows` (no Beam): one joined call → its `readings` row.
 
-What is pinned here (READINGS.md §2 step 6, §3, §5; EVENTS.md §4, §5.7, §7):
+What is pinned here (docs/output.md §2 step 6, §3, §5; docs/events.md §4, §5.7, §7):
 
 - every column of `schemas.tables.READINGS` is present and the row fits the schema;
 - the identity and event columns (`run_id` … `ended_at`, `duration_ms`, `status`,
@@ -670,7 +670,7 @@ def test_without_a_policy_a_placeholder_rows_key_is_no_list():
     assert pick(row, "emptiness", "rows_unread", "rows_at") == ("unknown", "no-list", "rows")
 
 
-# --------------------------------------------------------------------------- served_kind (READINGS §3 table)
+# --------------------------------------------------------------------------- served_kind (docs/output.md §3 table)
 
 
 def served(text):
@@ -793,7 +793,7 @@ def test_served_leaves_and_words_in_the_row():
     )
 
 
-# --------------------------------------------------------------------------- resolved and paging (READINGS §5)
+# --------------------------------------------------------------------------- resolved and paging (docs/output.md §5)
 
 
 RESOLVED = [
@@ -935,7 +935,7 @@ def test_a_committed_state_call_with_a_row_reads_through_the_committed_door():
 
 def test_a_committed_state_call_without_a_row_reads_the_door_off_the_value():
     row = history_row(ABSENT_TEXT)
-    # no door held: the door the reading used is the one read off the value (READINGS.md §3)
+    # no door held: the door the reading used is the one read off the value (docs/output.md §3)
     assert pick(row, "door_from", "door_absent", "door_bounded") == ("value", True, False)
     assert pick(row, "emptiness", "emptiness_without_door", "door_disagrees", "value_declares_absent") == (
         "declared-absent",

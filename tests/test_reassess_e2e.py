@@ -1,7 +1,7 @@
 """End to end: `footprint-audit reassess` on the bundled examples gives the expected rows.
 
 The expected rows (`examples/expected/*.jsonl`) were worked out per call from
-READINGS.md and READERS.md (see `examples/README.md`); this test compares
+docs/output.md and docs/readers.md (see `examples/README.md`); this test compares
 whole rows, every column, not counts.
 """
 

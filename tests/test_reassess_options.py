@@ -1,4 +1,4 @@
-"""`pipelines.reassess`'s launch settings: which runner, whether files are spread, the type check,
+"""`pipelines.reassess`'s launch settings: which runner, whether files are spread, Beam's type check,
 and the job's counters (added up per bundle) against the tables it wrote."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 
 
-def test_the_local_runner_with_one_worker_keeps_files_in_place_and_skips_the_type_check():
+def test_the_local_runner_with_one_worker_keeps_files_in_place_and_type_checks_as_beam_does():
     options, runner, spread = reassess._pipeline_options(["--direct_num_workers=1"])
     assert isinstance(runner, FnApiRunner)
     assert spread is False
     assert options.view_as(DirectOptions).direct_num_workers == 1
-    assert options.view_as(TypeOptions).pipeline_type_check is False
+    assert options.view_as(TypeOptions).pipeline_type_check is True
 
 
 def test_the_local_run_makes_each_view_of_its_options_once():
@@ -48,9 +48,9 @@ def test_several_local_workers_get_the_files_spread():
     assert options.view_as(DirectOptions).direct_num_workers == 2
 
 
-def test_the_type_check_can_be_asked_for():
-    options, _runner, _spread = reassess._pipeline_options(["--pipeline_type_check"])
-    assert options.view_as(TypeOptions).pipeline_type_check is True
+def test_the_type_check_can_be_turned_off_with_beams_own_flag():
+    options, _runner, _spread = reassess._pipeline_options(["--no_pipeline_type_check"])
+    assert options.view_as(TypeOptions).pipeline_type_check is False
 
 
 def test_a_named_runner_is_not_pinned_and_its_flags_are_kept_as_given():

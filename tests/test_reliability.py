@@ -10,7 +10,7 @@ whose events were capped (`droppedEvents`) and a redacted record.
 `python -m footprint_audit.pipelines.cli reassess` runs once over all of it as a subprocess.
 Each file's spec says how many elements (events, lines, SSE blocks) we put in
 it, counted here by the generator, and which dead-letter reasons and readings
-it must give. READINGS.md §4 accounting is checked per run row, per file
+it must give. docs/output.md §4 accounting is checked per run row, per file
 (`runs.events` + the file's dead letters that no run owns = elements put in)
 and over the whole suite.
 """
@@ -425,7 +425,7 @@ def test_runs_rows_hold_the_accounting_and_the_run_facts(suite):
 
 
 def test_every_element_put_in_is_accounted_for_per_file_and_in_total(suite):
-    """READINGS.md §4: events read = used + not needed + dead letters, and nothing else goes missing.
+    """docs/output.md §4: events read = used + not needed + dead letters, and nothing else goes missing.
 
     Per file: the elements we wrote = `runs.events` of the file + its dead letters that no run owns
     (a file that fails whole is one element, its one dead letter).

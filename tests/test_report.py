@@ -1,4 +1,4 @@
-"""Tests of `footprint-audit report` (issue 6): figures, HTML, views, errors, a real browser.
+"""Tests of `footprint-audit report`: figures, HTML, views, errors, a real browser.
 
 Every figure the report prints is checked against the Parquet itself, read
 with pyarrow and recomputed here (latest revision per call key). By default

@@ -1,4 +1,4 @@
-"""Issue 14, duplicates: a run found in several files is read once, through the real CLI.
+"""Duplicates: a run found in several files is read once, through the real CLI.
 
 A recording copied into a second file, an export taken twice (the second
 holding fewer events), and a recording next to the JSON Lines export of the

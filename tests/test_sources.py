@@ -32,18 +32,12 @@ from footprint_audit.schemas.events import (
     Event,
     SourceFile,
 )
-from footprint_audit.transforms.sources import (
-    HEAD_BYTES,
-    SourceError,
-    check_envelope,
-    decompress,
-    iter_lines,
-    open_stream,
-    read_document,
-    read_source,
-    served_under_policy,
-    sniff_format,
-)
+from footprint_audit.transforms.byte_streams import SourceError, decompress, open_stream
+from footprint_audit.transforms.documents import read_document, served_under_policy
+from footprint_audit.transforms.envelopes import check_envelope
+from footprint_audit.transforms.lines import iter_lines
+from footprint_audit.transforms.sniff import HEAD_BYTES, sniff_format
+from footprint_audit.transforms.sources import read_source
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
 TURN2 = FIXTURES / "agentfootprint__turn2.recorded.EXTRACT.json"
@@ -602,7 +596,7 @@ def test_too_large_sse_block():
 
 
 def test_a_document_over_the_cap_is_one_too_large_dead_letter_compressed_or_not():
-    # A whole document is read up to the cap and no further (issue 14): its events are not read one by one.
+    # A whole document is read up to the cap and no further: its events are not read one by one.
     doc = orjson.dumps({"events": [event("r1"), event("r1", call="c" * 2000)], "runId": "r1"})
     for data in (doc, gzip.compress(doc), zstandard.ZstdCompressor().compress(doc)):
         source = read_document("d.json", data, max_event_bytes=1000)
@@ -701,7 +695,8 @@ def test_json_lines_accounting_property(lines):
 @pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
 def test_a_stream_reads_the_same_peeked_or_not(packing, size):
     """`_decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
-    from footprint_audit.transforms.sources import _decompressing, _head
+    from footprint_audit.transforms.byte_streams import _decompressing
+    from footprint_audit.transforms.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
     packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]

@@ -237,11 +237,11 @@ def test_rows_of_any_age_are_written_into_their_window_folder_and_no_file_is_ove
     assert not list(folder.glob(".tmp-*"))
 
 
-def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch):
+def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch, capsys):
     """`stream --source file://…` gives reassess's readings for calls read from events.
 
     The stream carries no snapshot, so committed-state calls, the redaction
-    marker and snapshot tool names are not there (EVENTS.md §7: an events-only
+    marker and snapshot tool names are not there (docs/events.md §7: an events-only
     record has no marker); events without a numeric wallClockMs have no event time.
     """
     monkeypatch.chdir(ROOT)
@@ -253,6 +253,13 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     assert assert_stream_matches_batch(batch, streamed) > 40
     assert {r["revision"] for r in load_table(streamed, "readings")} == {0}
     assert any(r["reason"] == "bad-field" for r in load_table(streamed, "dead_letters"))
+    # the closing line sums up the tables the job wrote
+    readings, runs = load_table(streamed, "readings"), load_table(streamed, "runs")
+    calls = {(r["run_id"], r["tool_call_id"], r["occurrence"]) for r in readings}
+    events = sum(r["events"] for r in runs)
+    said = capsys.readouterr().out
+    assert f"done; tables under {streamed}: {len(calls)} calls read ({len(readings)} readings" in said
+    assert f", {events} events in runs; dead letters: bad-field" in said
 
 
 def test_stream_source_uris_are_checked():

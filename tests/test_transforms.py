@@ -8,7 +8,7 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from bench.baseline import list_inputs
+from footprint_audit.pipelines.inputs import expand_inputs
 from helpers import EXAMPLES, fn_api_runner, load_table
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
@@ -18,6 +18,7 @@ from footprint_audit.transforms import input_files as read_mod
 from footprint_audit.transforms import write as write_mod
 from footprint_audit.transforms.accounting import document_run_row
 from footprint_audit.transforms.calls import join_run
+from footprint_audit.transforms.held import decode_held, unpack_held
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
@@ -134,6 +135,35 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
         )
 
 
+def _stream_items() -> list:
+    return [
+        ("a.jsonl", "event-stream", ev(0, "stream.tool_start", "c1", toolName="t")),
+        ("a.jsonl", "event-stream", ev(1, "stream.tool_start", "c2", toolName="t")),
+        ("a.jsonl", "event-stream", ev(2, "tools.absent", "c1", toolName="t", iteration=1, checked=["x"])),
+        ("a.jsonl", "event-stream", ev(3, "stream.tool_end", "c2", result=[1])),
+        ("a.jsonl", "event-stream", ev(4, "stream.tool_end", "c1", result=[])),
+        ("a.jsonl", "event-stream", ev(5, "agent.turn_end")),
+    ]
+
+
+def _indices(kv) -> tuple:
+    return kv[0], [decode_held(b)[1].index for b in unpack_held(kv[1])]
+
+
+def test_a_calls_events_of_one_bundle_cross_the_shuffle_as_one_element(monkeypatch):
+    with pipeline() as p:
+        keyed = p | beam.Create(_stream_items(), reshuffle=False) | KeyLineEvents()
+        assert_that(keyed[join_mod.KEYED] | beam.Map(_indices),
+                    equal_to([(("run-1", "c1"), [0, 2, 4]), (("run-1", "c2"), [1, 3])]))
+    # Past GATHER_BYTES the gathered keys are sent on at once: an element per event here, the same events.
+    monkeypatch.setattr(join_mod, "GATHER_BYTES", 1)
+    with pipeline() as p:
+        keyed = p | beam.Create(_stream_items(), reshuffle=False) | KeyLineEvents()
+        assert_that(keyed[join_mod.KEYED] | beam.Map(_indices),
+                    equal_to([(("run-1", "c1"), [0]), (("run-1", "c2"), [1]), (("run-1", "c1"), [2]),
+                              (("run-1", "c2"), [3]), (("run-1", "c1"), [4])]))
+
+
 def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
     run = RunInput(
         "run-1",
@@ -192,9 +222,9 @@ def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeyp
         out += fn.process(row)
     out += [wv.value for wv in fn.finish_bundle()]
     flushes = [k for k, _ in out]
-    assert all(table == "dead_letters" for table, _ in flushes)
+    assert all(table == "dead_letters" and shards == 3 for table, _, shards in flushes)
     got: dict[int, list] = {}
-    for (_table, shard), ipc in out:
+    for (_table, shard, _shards), ipc in out:
         part = write_mod.ipc_to_table(ipc).to_pylist()
         assert {write_mod.shard_of("dead_letters", r, 3) for r in part} == {shard}
         got.setdefault(shard, []).extend(part)
@@ -208,7 +238,7 @@ def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeyp
 def test_rows_become_the_same_arrow_tables_as_from_pylist():
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     rows: dict[str, list[dict]] = {"readings": [], "dead_letters": [], "runs": []}
-    for path, _size in list_inputs(str(EXAMPLES / "recordings")):
+    for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
         opened = open_source(path)
         if not isinstance(opened, SourceFile):
             continue

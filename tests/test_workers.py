@@ -52,6 +52,34 @@ def test_two_forked_workers_write_the_same_bytes_as_one(mixed_input, tmp_path):
     assert len(outs[1]) == 2 + 1 + 1 and outs[2] == outs[1]
 
 
+# A job whose every call fails to be read, run by the command as a user runs it (the patch is
+# made before the pool is forked, so both workers carry it).
+FAILING_JOB = """
+import sys
+from footprint_audit import pipelines
+from footprint_audit.transforms import apply_readers
+
+def broken(*args, **kwargs):
+    raise RuntimeError("a reader broke")
+
+apply_readers.reading_row = broken
+from footprint_audit.pipelines import cli
+sys.exit(cli.main(["reassess", *sys.argv[1:]]))
+"""
+
+
+def test_a_failed_job_on_two_workers_is_one_sentence_without_the_workers_tracebacks(tmp_path):
+    env = dict(os.environ)
+    env.pop(workers.WORKERS_ENV, None)
+    res = subprocess.run([sys.executable, "-c", FAILING_JOB, "--input", "examples/recordings/**", "--declarations", DECL,
+                          "--output", str(tmp_path / "o"), "--workers", "2", "--no-progress"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1
+    assert res.stderr.splitlines() == ["footprint-audit reassess: the job failed and nothing was published: "
+                                       "RuntimeError: a reader broke [while running 'ApplyReaders/ReadEachCall']"], res.stderr
+    assert not (tmp_path / "o" / "readings").exists()
+
+
 def test_workers_started_as_new_interpreters_write_the_same_bytes(mixed_input, tmp_path, monkeypatch, in_repo):
     """The pool's other way (a launcher that already runs threads, such as this test session)."""
     monkeypatch.setattr(workers, "can_fork", lambda: False)

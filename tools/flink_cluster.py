@@ -112,14 +112,14 @@ def _config(state: Path, ports: dict[str, int], slots: int) -> str:
 
 
 def _java17_flags() -> list[str]:
-    from footprint_audit.pipelines import jars
+    from tools import jars
 
     return list(jars.JAVA17_FLAGS)
 
 
 def _lib() -> Path:
     """The cached Flink/Beam class path; fetched by `tools/fetch_jars.py` (Maven) when missing."""
-    from footprint_audit.pipelines import jars
+    from tools import jars
 
     lib = Path(jars.default_cache_dir()) / jars.beam_spec()["name"] / "lib"
     if not (lib.parent / ".complete").is_file():
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             if not info["running"]:
                 print(f"flink cluster: not running ({state})")
                 return 1
-            print(f"flink cluster: running; " + " ".join(info["flags"]) + f" --workers {info['slots']}")
+            print("flink cluster: running; " + " ".join(info["flags"]) + f" --workers {info['slots']}")
     except (ClusterError, RuntimeError) as exc:
         print(f"flink_cluster: {exc}", file=sys.stderr)
         return 2

@@ -445,7 +445,7 @@ def _repo_on_path() -> None:
 
 def _cached_kafka_lib() -> Path:
     _repo_on_path()
-    from footprint_audit.pipelines import jars
+    from tools import jars
     if not jars.is_fetched():
         raise CliError("The Kafka jars are not cached: run `python tools/fetch_jars.py` first.", 2)
     return Path(jars.ensure_jars(log=lambda _msg: None)["kafka_lib"])

@@ -1,23 +1,35 @@
-"""The `runs` table: where every input event went (READINGS.md §4).
+"""The accounting behind the `runs` table: where every input event went (docs/output.md §4).
 
-Pattern: pure counting over joined runs, plus a Beam-free combiner of partial counts.
-Role:    the recording path counts a whole run in one element; the event-
-         stream path adds up partial counts per `(run_id, source_file)` from
-         the file reader and from the keyed join. Either way each row keeps
-         `events = events_used + events_not_needed + dead_letters`.
+Pattern: pure functions: classify an event and count it as used, not needed or dead;
+         count a joined call group's events; add partial counts; make a `runs` row.
+Role:    the one owner of "nothing lost", shared by the batch join
+         (`transforms.join`), the stream (`transforms.stream_events`,
+         `transforms.stream_join`) and the plain-Python baseline (`bench.baseline`).
+         Each row keeps `events = events_used + events_not_needed + dead_letters`.
 Emits:   nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
-from footprint_audit.schemas.events import RunInput
+from footprint_audit.schemas.events import TOOL_END, Event, RunInput
 
-from .calls import JoinedRun
+from .call_types import Call, JoinedRun
+from .calls import CALL, NOT_NEEDED, classify_event
 
-__all__ = ["RunCounts", "run_row", "document_run_row", "add_counts"]
+__all__ = [
+    "RunCounts",
+    "run_row",
+    "document_run_row",
+    "add_counts",
+    "counts_for",
+    "count_event",
+    "dead_letter_counts",
+    "count_joined",
+    "moved_counts",
+]
 
 
 @dataclass(slots=True)
@@ -47,6 +59,75 @@ def add_counts(parts: Iterable[RunCounts]) -> RunCounts:
         if total.format is None and p.format is not None:
             total.format = p.format
     return total
+
+
+def counts_for(counts: dict[tuple, RunCounts], run_id: str | None, source: str, fmt: str | None = None) -> RunCounts:
+    """The counts of `(run_id, source)` in `counts`, made (with `fmt`) the first time."""
+    c = counts.get((run_id, source))
+    if c is None:
+        c = counts[(run_id, source)] = RunCounts(format=fmt)
+    return c
+
+
+def count_event(c: RunCounts, ev: Event, call_used: bool = False) -> Any:
+    """Classify one event (`classify_event`) and count it in its run's counts; returns the kind.
+
+    Not needed and dead are counted here. A call event is counted as used here only with
+    `call_used` (the stream, which reads every call event it keys); the batch counts it
+    when its call is joined (`count_joined`), where an event no occurrence takes is not needed.
+    """
+    c.events += 1
+    if c.session_id is None:
+        c.session_id = ev.session_id
+    kind = classify_event(ev)
+    if kind is CALL:
+        if call_used:
+            c.used += 1
+            c.tool_calls += 1 if ev.type == TOOL_END else 0
+    elif kind is NOT_NEEDED:
+        c.not_needed += 1
+    else:
+        c.dead_letters += 1
+    return kind
+
+
+def dead_letter_counts(fmt: str | None) -> RunCounts:
+    """The counts of one element of a known run that was a dead letter before it was an event."""
+    return RunCounts(events=1, dead_letters=1, format=fmt)
+
+
+def count_joined(
+    counts: dict[tuple, RunCounts], run_id: str, items: list[tuple[str, Event]], calls: list[Call]
+) -> None:
+    """Count one call id's events (`(source_file, Event)`) once joined into `calls`: those the
+    occurrences took are used, the rest not needed; a call is counted in the file of its `tool_end`."""
+    used_by_file: dict[str, int] = {}
+    for call in calls:
+        for source, _ev in call.events:
+            used_by_file[source] = used_by_file.get(source, 0) + 1
+    totals: dict[str, int] = {}
+    for source, _ev in items:
+        totals[source] = totals.get(source, 0) + 1
+    ends: dict[str, int] = {}
+    for call in calls:
+        if call.end is not None:
+            ends[call.end_file] = ends.get(call.end_file, 0) + 1
+    for source, total in totals.items():
+        used = used_by_file.get(source, 0)
+        c = counts_for(counts, run_id, source)
+        c.used += used
+        c.not_needed += total - used
+        c.tool_calls += ends.get(source, 0)
+
+
+def moved_counts(ev: Event, to: str) -> RunCounts:
+    """A correction: one event counted as used turned out a duplicate (`to="not-needed"`) or `"dead"`."""
+    fix = RunCounts(used=-1, tool_calls=-1 if ev.type == TOOL_END else 0)
+    if to == "dead":
+        fix.dead_letters = 1
+    else:
+        fix.not_needed = 1
+    return fix
 
 
 def run_row(

@@ -18,9 +18,9 @@ from apache_beam.metrics import Metrics
 
 from footprint_audit.schemas.declarations import Declarations
 
-from .calls import Call
-from .elements import CallGroup, ReadingRows, typed
-from .input_files import Ticker
+from .call_types import Call
+from .elements import CallGroup, ReadingRows
+from .progress import Ticker
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
@@ -69,5 +69,4 @@ class ApplyReaders(beam.PTransform):
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
         read = _ApplyReadersFn(self.declarations, self.reader_version, self.progress)
-        rows = calls | "ReadEachCall" >> beam.ParDo(read)
-        return typed(rows, ReadingRows)
+        return calls | "ReadEachCall" >> beam.ParDo(read).with_output_types(ReadingRows)

@@ -7,7 +7,8 @@ Role:    Beam samples the size of the elements passing between steps (its
          every call of a run, a few dozen times per step. The coders here
          encode exactly as Beam's fallback does (pickle) but estimate a size
          from what the element holds, without encoding it. `transforms.input_files`,
-         `.join` and `.read_calls` declare their main outputs with these types.
+         `.join` and `.apply_readers` declare their main outputs with these types
+         (`with_output_types`), which picks these coders.
 Emits:   nothing; no I/O.
 """
 
@@ -16,13 +17,11 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-import apache_beam as beam
 from apache_beam import coders
 
 from footprint_audit.schemas.events import SourceFile
 
 __all__ = [
-    "typed",
     "CallGroup",
     "ReadingRows",
     "SourceFileCoder",
@@ -36,17 +35,6 @@ __all__ = [
 EVENT_BYTES = 1024
 #: Size estimate of one `readings` row (about its mean in Arrow, 420 bytes).
 ROW_BYTES = 512
-
-
-def typed(pcoll: beam.PCollection, element_type: Any) -> beam.PCollection:
-    """`pcoll` with its element type set, which picks its coder.
-
-    Beam infers a PCollection's type from its producer's type hints only while its
-    construction-time type check is on, and the local run turns that off
-    (`pipelines.reassess`): the type is set on the PCollection itself.
-    """
-    pcoll.element_type = element_type
-    return pcoll
 
 
 class CallGroup(tuple):

@@ -3,9 +3,11 @@
 Role: the batch join of event streams (`transforms.join`: the `GroupByKey` of call
 events and of run facts) and the streaming join (`transforms.stream_join`: its
 shuffle and its per-key bag) carry `(source_file, Event)` pairs. Beam's default
-coder pickles each one; these helpers write it as one orjson array instead
-(about 4× cheaper to write and a quarter cheaper to read back here), and
+coder pickles each one; these helpers write it as one orjson array instead, and
 fall back to pickle for what JSON cannot hold exactly.
+
+`pack_held` puts several held events (a call's, gathered within a bundle) in one
+lz4-compressed byte string, so the batch join's shuffle moves fewer elements and bytes.
 
 Exactness: orjson writes a non-finite float (an `Infinity` JavaScript's parser
 made of `1e400`) as `null`, and refuses integers beyond 64 bits and lone
@@ -19,10 +21,11 @@ from __future__ import annotations
 import pickle
 
 import orjson
+import pyarrow as pa
 
 from footprint_audit.schemas.events import Event
 
-__all__ = ["encode_held", "decode_held", "hold"]
+__all__ = ["encode_held", "decode_held", "hold", "pack_held", "unpack_held"]
 
 
 def encode_held(source: str, ev: Event) -> bytes:
@@ -48,3 +51,21 @@ def decode_held(encoded: bytes) -> tuple[str, Event]:
 def hold(source: str, ev: Event) -> tuple[str, bytes]:
     """An event as the streaming join takes it: `(type, encode_held(source, ev))`."""
     return ev.type, encode_held(source, ev)
+
+
+def pack_held(held: list[bytes]) -> bytes:
+    """Held events as one byte string: their total length (8 bytes), then lz4 of each one's length (4 bytes) and bytes."""
+    raw = b"".join(len(b).to_bytes(4, "little") + b for b in held)
+    return len(raw).to_bytes(8, "little") + pa.compress(raw, codec="lz4", asbytes=True)
+
+
+def unpack_held(packed: bytes) -> list[bytes]:
+    """The inverse of `pack_held`: the held events, in order."""
+    size = int.from_bytes(packed[:8], "little")
+    raw = pa.decompress(packed[8:], decompressed_size=size, codec="lz4", asbytes=True)
+    out, at = [], 0
+    while at < size:
+        n = int.from_bytes(raw[at : at + 4], "little")
+        out.append(raw[at + 4 : at + 4 + n])
+        at += 4 + n
+    return out

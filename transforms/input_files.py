@@ -13,8 +13,6 @@ Emits:   `SourceFile`s (main), stream events (`EVENTS`), dead-letter rows
 from __future__ import annotations
 
 import os
-import sys
-import time
 from typing import Any, Iterable
 
 import apache_beam as beam
@@ -25,57 +23,15 @@ from footprint_audit.schemas.events import Event, SourceFile
 
 from . import sources
 from .accounting import RunCounts
-from .elements import typed
+from . import elements  # noqa: F401  (registers the elements' coders)
+from .progress import Progress
 from .worker_gc import tune_gc
 
-__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS", "Progress", "Ticker"]
+__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
 
 EVENTS = "events"
 DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
-
-
-class Ticker:
-    """Says when a progress line is due: at most every `every` seconds (per worker process)."""
-
-    def __init__(self, every: float = 2.0, enabled: bool = True) -> None:
-        self.every = every
-        self.enabled = enabled
-        self._last = time.monotonic()
-
-    def due(self) -> bool:
-        """True (once per period) when a line should be printed now."""
-        now = time.monotonic()
-        if self.enabled and now - self._last >= self.every:
-            self._last = now
-            return True
-        return False
-
-    @staticmethod
-    def say(line: str) -> None:
-        """Print one progress line to stderr."""
-        sys.stderr.write(f"footprint-audit: {line}\n")
-        sys.stderr.flush()
-
-
-class Progress:
-    """Files, events and bytes read so far, as a progress line now and then."""
-
-    def __init__(self, total_files: int, every: float = 2.0, enabled: bool = True) -> None:
-        self.total_files = total_files
-        self.ticker = Ticker(every, enabled)
-        self.files = 0
-        self.events = 0
-        self.bytes = 0
-
-    def add(self, files: int = 0, events: int = 0, nbytes: int = 0) -> None:
-        self.files += files
-        self.events += events
-        self.bytes += nbytes
-        if self.ticker.due():
-            self.ticker.say(
-                f"read {self.files}/{self.total_files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB"
-            )
 
 
 class _ReadFileFn(beam.DoFn):
@@ -94,13 +50,16 @@ class _ReadFileFn(beam.DoFn):
         tune_gc()
         self.progress = Progress(self.total_files, enabled=self.progress_enabled)
 
-    def process(self, path: str) -> Iterable[Any]:
+    def process(self, item: str | tuple[bytes, int]) -> Iterable[Any]:
         self.files.inc()
-        opened = sources.open_source(path, self.max_event_bytes, self.local_paths.get(path))
+        path, opened_as, size = _input_file(item)
+        if opened_as is None:
+            opened_as = self.local_paths.get(path)
+        opened = sources.open_source(path, self.max_event_bytes, opened_as)
         if isinstance(opened, SourceFile):
             n = sum(len(r.events) for r in opened.runs)
             self.events.inc(n)
-            self.progress.add(files=1, events=n, nbytes=self._size(path))
+            self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
             yield opened
             return
         fmt, items = opened
@@ -118,7 +77,7 @@ class _ReadFileFn(beam.DoFn):
         for run_id, dead in dead_by_run.items():  # one partial count per run of the file
             yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
         self.events.inc(n)
-        self.progress.add(files=1, events=n, nbytes=self._size(path))
+        self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
 
     def _size(self, path: str) -> int:
         """The file's size for progress lines (0 when it cannot be told cheaply, or no line is printed)."""
@@ -130,11 +89,26 @@ class _ReadFileFn(beam.DoFn):
             return 0
 
 
+def _input_file(item: str | tuple[bytes, int]) -> tuple[str, str | None, int | None]:
+    """An input element → (the name the tables show, the name to open it by when another, its size).
+
+    An element is a name (`local_paths` may map it), or `(os.fsencode(path), size)` as
+    `pipelines.listing` lists it: a name that is not UTF-8 is shown with its bytes escaped.
+    """
+    if isinstance(item, str):
+        return item, None, None
+    raw, size = item
+    path = os.fsdecode(raw)
+    shown = raw.decode("utf-8", "backslashreplace")
+    return shown, (path if shown != path else None), size
+
+
 class ReadInputFiles(beam.PTransform):
     """File paths → `SourceFile` documents (main), `EVENTS`, `DEAD_LETTERS`, `COUNTS`.
 
-    Each element is a file's name as the tables show it; `local_paths` maps the few
-    names that differ from where the file is opened (a local name that is not UTF-8).
+    Each element is a file's name as the tables show it (`local_paths` maps the few
+    names that differ from where the file is opened: a local name that is not UTF-8),
+    or `(os.fsencode(path), size)` as the job lists its inputs (`pipelines.listing`).
     """
 
     def __init__(
@@ -151,9 +125,8 @@ class ReadInputFiles(beam.PTransform):
         self.local_paths = dict(local_paths or {})
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
-        outputs = paths | "ReadEachFile" >> beam.ParDo(
-            _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
-        ).with_outputs(EVENTS, DEAD_LETTERS, COUNTS, main="documents")
-        typed(outputs["documents"], SourceFile)
-        return outputs
+        read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
+        return paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
+            EVENTS, DEAD_LETTERS, COUNTS, main="documents"
+        )
 

@@ -7,7 +7,9 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
-         (`transforms.held`), not pickled.
+         (`transforms.held`), not pickled, gathered and packed per key within a
+         bundle: a call's events are one element, not one each (the local runner
+         groups in the launcher, element by element).
 Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
          (streams), so that reading and batching them costs one element per
          group, not per call; `runs` rows (a list per recording file) or partial
@@ -26,19 +28,18 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 
-from .accounting import RunCounts, add_counts, document_run_row, run_row
+from .accounting import RunCounts, add_counts, count_event, count_joined, counts_for, document_run_row, run_row
 from .calls import (
     CALL,
     NOT_NEEDED,
     RunFacts,
-    classify_event,
     dead_letter_of,
     join_call_events,
     join_run,
     run_facts_from,
 )
-from .elements import CallGroup, typed
-from .held import decode_held, encode_held
+from .elements import CallGroup
+from .held import decode_held, encode_held, pack_held, unpack_held
 
 __all__ = [
     "JoinRecordingRuns",
@@ -94,15 +95,20 @@ class JoinRecordingRuns(beam.PTransform):
     one list of `runs` rows (`RUNS`) and one list of dead-letter rows (`DEAD_LETTERS`)."""
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
-        outputs = files | "JoinEachRun" >> beam.ParDo(_JoinDocumentFn()).with_outputs(RUNS, DEAD_LETTERS, main="calls")
-        typed(outputs["calls"], CallGroup)
-        return outputs
+        join = beam.ParDo(_JoinDocumentFn()).with_output_types(CallGroup)
+        return files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls")
+
+
+#: Held bytes a bundle gathers per key before it sends them on (the memory one bundle holds).
+GATHER_BYTES = 16 << 20
 
 
 class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
-    Counts are added up per bundle and emitted once per `(run, file)` key.
+    A key's call events (and a run's facts) are gathered within the bundle and sent on
+    as one packed element per key (`transforms.held.pack_held`), at the bundle's end or when `GATHER_BYTES`
+    are held. Counts are added up per bundle and emitted once per `(run, file)` key.
     """
 
     def __init__(self) -> None:
@@ -110,34 +116,53 @@ class _KeyEventFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._counts: dict[tuple, RunCounts] = {}
+        self._calls: dict[tuple[str, str], list[bytes]] = {}
+        self._facts: dict[str, list[bytes]] = {}
+        self._held = 0
+
+    def _gather(self, gathered: dict, key: Any, held: bytes) -> None:
+        found = gathered.get(key)
+        if found is None:
+            gathered[key] = [held]
+        else:
+            found.append(held)
+        self._held += len(held)
+
+    def _gathered(self, windowed: bool) -> Iterator[pvalue.TaggedOutput]:
+        """The gathered keys, one `(key, packed held events)` each (a bundle's end: as windowed values)."""
+        for tag, gathered in ((FACTS, self._facts), (KEYED, self._calls)):
+            for key, held in gathered.items():
+                value = (key, pack_held(held))
+                yield pvalue.TaggedOutput(tag, WindowedValue(value, 0, [GlobalWindow()]) if windowed else value)
+            gathered.clear()
+        self._held = 0
 
     def process(self, item: tuple[str, str, Event]) -> Iterable[Any]:
         source, fmt, ev = item
         run_id = ev.run_id
-        c = self._counts.get((run_id, source))
-        if c is None:
-            c = self._counts[(run_id, source)] = RunCounts(format=fmt)
-        c.events += 1
-        if c.session_id is None:
-            c.session_id = ev.session_id
-        kind = classify_event(ev)
+        kind = count_event(counts_for(self._counts, run_id, source, fmt), ev)
         held = None
         if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
             held = encode_held(source, ev)
-            yield pvalue.TaggedOutput(FACTS, (run_id, held))
+            self._gather(self._facts, run_id, held)
         if kind is CALL:
-            yield pvalue.TaggedOutput(KEYED, ((run_id, ev.payload["toolCallId"]), held or encode_held(source, ev)))
+            self._gather(self._calls, (run_id, ev.payload["toolCallId"]), held or encode_held(source, ev))
+            if self._held >= GATHER_BYTES:
+                yield from self._gathered(windowed=False)
             return
         if kind is NOT_NEEDED:
-            c.not_needed += 1
             return
-        c.dead_letters += 1
         self.dead.inc()
         yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
 
     def finish_bundle(self) -> Iterable[Any]:
+        yield from self._gathered(windowed=True)
         yield from _bundle_counts(self._counts)
         self._counts = {}
+        for run_id, facts in self._facts.items():
+            for held in facts.values():
+                yield pvalue.TaggedOutput(FACTS, WindowedValue((run_id, held), 0, [GlobalWindow()]))
+        self._facts = {}
 
 
 def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
@@ -147,8 +172,9 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 
 class KeyLineEvents(beam.PTransform):
-    """Stream events → `KEYED` ((run_id, call_id), held event), `FACTS` (run_id, held event), `DEAD_LETTERS`,
-    `COUNTS`. A held event is `transforms.held.encode_held(file, Event)`: compact bytes through the shuffle."""
+    """Stream events → `KEYED` ((run_id, call_id), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
+    `COUNTS`. A key's held events of one bundle (`transforms.held.encode_held(file, Event)`) cross the shuffle
+    as one element, packed by `transforms.held.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
@@ -158,7 +184,7 @@ class KeyLineEvents(beam.PTransform):
 
 def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     run_id, held = item
-    return run_id, run_facts_from(map(decode_held, held))
+    return run_id, run_facts_from(decode_held(b) for part in held for b in unpack_held(part))
 
 
 class _JoinCallFn(beam.DoFn):
@@ -172,33 +198,20 @@ class _JoinCallFn(beam.DoFn):
 
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
         (run_id, call_id), held = item
-        items = [decode_held(b) for b in held]
+        items = [decode_held(b) for part in held for b in unpack_held(part)]
         calls = join_call_events(run_id, call_id, items, facts.get(run_id))
-        used_by_file: dict[str, int] = {}
-        for call in calls:
-            for source, _ev in call.events:
-                used_by_file[source] = used_by_file.get(source, 0) + 1
-        totals: dict[str, int] = {}
-        for source, _ev in items:
-            totals[source] = totals.get(source, 0) + 1
-        ends: dict[str, int] = {}
-        for call in calls:
-            if call.end is not None:
-                ends[call.end_file] = ends.get(call.end_file, 0) + 1
-        for source, total in totals.items():
-            used = used_by_file.get(source, 0)
-            c = self._counts.get((run_id, source))
-            if c is None:
-                c = self._counts[(run_id, source)] = RunCounts()
-            c.used += used
-            c.not_needed += total - used
-            c.tool_calls += ends.get(source, 0)
+        count_joined(self._counts, run_id, items, calls)
         if calls:
             yield CallGroup(calls)
 
     def finish_bundle(self) -> Iterable[Any]:
         yield from _bundle_counts(self._counts)
         self._counts = {}
+
+
+def run_facts(held: beam.PCollection) -> beam.PCollection:
+    """`(run_id, packed held events)` → `(run_id, RunFacts)`, one per run: the join's side input."""
+    return held | "GroupRunFacts" >> beam.GroupByKey() | "RunFacts" >> beam.Map(_run_facts)
 
 
 class JoinLineEvents(beam.PTransform):
@@ -209,19 +222,14 @@ class JoinLineEvents(beam.PTransform):
         self._facts = facts
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        facts = (
-            self._facts
-            | "GroupRunFacts" >> beam.GroupByKey()
-            | "RunFacts" >> beam.Map(_run_facts)
-        )
+        facts = run_facts(self._facts)
         outputs = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()
-            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts)).with_outputs(
-                COUNTS, main="calls"
-            )
+            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts))
+            .with_output_types(CallGroup)
+            .with_outputs(COUNTS, main="calls")
         )
-        typed(outputs["calls"], CallGroup)
         return outputs
 
 

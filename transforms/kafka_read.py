@@ -3,7 +3,7 @@
 Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
          every partition's next offset) inside one composite `PTransform`.
 Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
-         (`transforms.sources.event_from_message`) and stamped with the event's
+         (`transforms.envelopes.event_from_message`) and stamped with the event's
          own `meta.wallClockMs`, so the watermark can follow the events:
          per partition the latest event time seen, minus a bounded
          out-of-orderness; the source's watermark is the least of the

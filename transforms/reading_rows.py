@@ -1,4 +1,4 @@
-"""Read one joined call: the `readings` row (READINGS.md §2 step 6, §3, §5).
+"""Read one joined call: the `readings` row (docs/output.md §2 step 6, §3, §5).
 
 Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
 Role:    the one place a call becomes a row; `transforms.apply_readers` runs it
@@ -34,7 +34,7 @@ from footprint_audit.readers import (
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
 
-from .calls import DOOR_VALUE, Call, is_placeholder
+from .call_types import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["reading_row", "served_columns", "READER_VERSION", "kept_out_test"]
 

@@ -21,9 +21,9 @@ from apache_beam.transforms.window import TimestampedValue
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 
-from . import sources
-from .accounting import RunCounts
-from .calls import CALL, NOT_NEEDED, classify_event, dead_letter_of
+from . import envelopes, sources
+from .accounting import RunCounts, count_event, dead_letter_counts
+from .calls import CALL, NOT_NEEDED, dead_letter_of
 from .held import encode_held
 from .worker_gc import tune_gc
 
@@ -70,7 +70,7 @@ def stamp_message(
     source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
 ) -> tuple[TimestampedValue, int]:
     """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, sources.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
+    return stamp(source, envelopes.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
 
 
 def _fallback(ms: Any) -> float:
@@ -118,20 +118,15 @@ class ClassifyAndKeyFn(beam.DoFn):
     def process(self, element: Any) -> Iterable[Any]:
         if isinstance(element, dict):  # a dead-letter row from parsing
             if element.get("run_id") is not None:
-                counts = RunCounts(events=1, dead_letters=1, format="stream")
+                counts = dead_letter_counts("stream")
                 yield pvalue.TaggedOutput(COUNTS, ((element["run_id"], element["source_file"]), counts))
             yield pvalue.TaggedOutput(DEAD, element)
             return
         source, ev, behind_ms = element
-        kind = classify_event(ev)
-        counts = RunCounts(events=1, session_id=ev.session_id, format="stream")
+        counts = RunCounts(format="stream")
+        kind = count_event(counts, ev, call_used=True)
         if kind is CALL:
-            counts.used = 1
-            counts.tool_calls = 1 if ev.type == "stream.tool_end" else 0
             yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), (ev.type, encode_held(source, ev), behind_ms)))
-        elif kind is NOT_NEEDED:
-            counts.not_needed = 1
-        else:
-            counts.dead_letters = 1
+        elif kind is not NOT_NEEDED:
             yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
         yield pvalue.TaggedOutput(COUNTS, ((ev.run_id, source), counts))

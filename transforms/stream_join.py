@@ -69,7 +69,7 @@ from footprint_audit.schemas.events import (
     Event,
 )
 
-from .accounting import RunCounts
+from .accounting import moved_counts
 from .calls import join_call_events
 from .held import decode_held
 from .reading_rows import READER_VERSION, reading_row
@@ -157,12 +157,7 @@ class _CallStateCoder(Coder):
 
 def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
     """A run-count correction: one event counted as used is a duplicate (`not_needed`) or `dead`."""
-    fix = RunCounts(used=-1, tool_calls=-1 if ev.type == TOOL_END else 0)
-    if to == "dead":
-        fix.dead_letters = 1
-    else:
-        fix.not_needed = 1
-    return pvalue.TaggedOutput(COUNT_FIXES, ((run_id, source), fix))
+    return pvalue.TaggedOutput(COUNT_FIXES, ((run_id, source), moved_counts(ev, to)))
 
 
 class _StatefulJoinFn(beam.DoFn):

@@ -14,7 +14,7 @@ gathers its rows and turns every `BATCH_ROWS` of them into one Arrow table
 (`rows_to_arrow`), cut into one IPC buffer per shard (the table's schema,
 lz4), so the shuffle moves a few byte strings instead of encoding and
 decoding every row dict, and the writer sorts the shard's batches with Arrow. `WriteTables` writes several
-tables through ONE `GroupByKey` keyed `(table, shard)`; each table takes
+tables through ONE `GroupByKey` keyed `(table, shard, shards)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
 made, and only the batches are flattened. `WriteTable` is the one-table case.
 
@@ -32,9 +32,12 @@ each shard's sorted rows are cut by the value, so the files stay deterministic.
 from __future__ import annotations
 
 import itertools
+import os
+import struct
+import uuid
 import zlib
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
 import pyarrow as pa
@@ -45,6 +48,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
+
 
 __all__ = [
     "WriteTable",
@@ -102,9 +106,19 @@ def shard_of(table: str, row: dict, shards: int) -> int:
 
 
 def write_arrow_file(path: str, arrow: pa.Table) -> str:
-    """Write an Arrow table as one Parquet file (zstd)."""
+    """Write an Arrow table as one Parquet file (zstd).
+
+    A remote file (s3://, gs://) is made in memory and handed over whole, so that none of Arrow's
+    own threads holds a Python object of the remote store: one releasing it as the interpreter
+    exits aborts the process ("terminate called without an active exception")."""
+    if "://" not in path:
+        with FileSystems.create(path) as f:
+            pq.write_table(arrow, f, compression="zstd")
+        return path
+    buf = pa.BufferOutputStream()
+    pq.write_table(arrow, buf, compression="zstd")
     with FileSystems.create(path) as f:
-        pq.write_table(arrow, f, compression="zstd")
+        f.write(buf.getvalue().to_pybytes())
     return path
 
 
@@ -153,22 +167,29 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 
 class _BatchRowsFn(beam.DoFn):
-    """Rows of one table (each element a row or a list of rows) → `((table, shard), Arrow IPC bytes)`:
+    """Rows of one table (each element a row or a list of rows) → `((table, shard, shards), Arrow IPC bytes)`:
     every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
 
-    def __init__(self, table: str, shards: int) -> None:
+    def __init__(self, table: str, shards: int, spill: str | None = None) -> None:
         self.table = table
         self.shards = shards
+        self.spill = spill
 
     def start_bundle(self) -> None:
         self._rows: list[dict] = []
         self._shard_of: list[int] = []  # each row's shard, when there are several
         self._bytes = 0
+        self._spilled: dict[tuple, str] = {}  # with `spill`: each shard's file of this bundle
 
-    def process(self, item: dict | list) -> list:
+    def process(self, item: dict | list, shards: int | None = None) -> list:
         # A list, not a generator: nearly every row is only gathered.
+        # `shards`: the table's number of files when the job decides it as it runs (a side input).
         out: list = []
-        rows, shard_ids, table, shards = self._rows, self._shard_of, self.table, self.shards
+        if shards is None:
+            shards = self.shards
+        else:
+            self.shards = shards = max(1, shards)
+        rows, shard_ids, table = self._rows, self._shard_of, self.table
         for row in (item,) if type(item) is dict else item:
             rows.append(row)
             if shards > 1:
@@ -177,13 +198,31 @@ class _BatchRowsFn(beam.DoFn):
             if raw is not None:
                 self._bytes += len(raw)
             if len(rows) >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
-                out.extend(self._flush())
+                out.extend(self._spill_or_pass(self._flush()))
                 rows, shard_ids = self._rows, self._shard_of
         return out
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
-        for kv in self._flush():
+        for kv in self._spill_or_pass(self._flush()):
             yield WindowedValue(kv, 0, [GlobalWindow()])
+        for key, path in sorted(self._spilled.items()):
+            yield WindowedValue((key, path), 0, [GlobalWindow()])
+        self._spilled = {}
+
+    def _spill_or_pass(self, batches: list[tuple[tuple, bytes]]) -> list[tuple[tuple, bytes]]:
+        """With `spill` (Beam's local runner, which holds a shuffle's whole input in memory): each batch
+        appended to its shard's file of this bundle, and nothing passed on until the bundle ends."""
+        if self.spill is None:
+            return batches
+        for key, ipc in batches:
+            path = self._spilled.get(key)
+            if path is None:
+                os.makedirs(self.spill, exist_ok=True)
+                path = self._spilled[key] = os.path.join(self.spill, f"{uuid.uuid4().hex}.ipcs")
+            with open(path, "ab") as f:
+                f.write(_LENGTH.pack(len(ipc)))
+                f.write(ipc)
+        return []
 
     def _flush(self) -> list[tuple[tuple[str, int], bytes]]:
         """The rows gathered so far as one IPC batch per shard. One buffer for all shards keeps
@@ -194,14 +233,14 @@ class _BatchRowsFn(beam.DoFn):
         if not rows:
             return []
         if not shard_ids:
-            return [((self.table, 0), rows_to_ipc(self.table, rows))]
+            return [((self.table, 0, self.shards), rows_to_ipc(self.table, rows))]
         order = sorted(range(len(rows)), key=shard_ids.__getitem__)  # stable: arrival order within a shard
         arrow = rows_to_arrow(self.table, [rows[i] for i in order])
         out = []
         start = 0
         for shard, same in itertools.groupby(shard_ids[i] for i in order):
             n = sum(1 for _ in same)
-            out.append(((self.table, shard), arrow_to_ipc(arrow.slice(start, n))))
+            out.append(((self.table, shard, self.shards), arrow_to_ipc(arrow.slice(start, n))))
             start += n
         return out
 
@@ -243,18 +282,17 @@ def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
 
 
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, directory: str, shards: dict[str, int], partitions: dict[str, str] | None = None) -> None:
+    def __init__(self, directory: str, partitions: dict[str, str] | None = None) -> None:
         self.directory = directory
-        self.shards = shards
         self.partitions = dict(partitions or {})
 
-    def process(self, item: tuple[tuple[str, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
-        (table, shard), batches = item
-        name = part_name(shard, self.shards[table])
-        arrow = pa.concat_tables([ipc_to_table(b) for b in batches])
+    def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
+        (table, shard, shards), batches = item
+        name = part_name(shard, shards)
+        arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
         if copies:
             arrow = without_copies(table, arrow, copies)
-        arrow = sort_arrow(table, arrow).combine_chunks()
+        arrow = sort_arrow(table, arrow).combine_chunks()  # the unsorted table is let go before the write
         key = self.partitions.get(table)
         if key is None:
             yield write_arrow_file(FileSystems.join(self.directory, table, name), arrow)
@@ -263,40 +301,68 @@ class _WriteShardFn(beam.DoFn):
             yield write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
 
 
+_LENGTH = struct.Struct("<Q")
+
+
+def _unspilled(batches: Iterable[bytes | str]) -> Iterator[bytes]:
+    """A shard's IPC batches: each one as it came, or read from a spill file (a path) of `_BatchRowsFn`."""
+    for item in batches:
+        if isinstance(item, bytes):
+            yield item
+            continue
+        with open(item, "rb") as f:
+            while head := f.read(_LENGTH.size):
+                yield f.read(_LENGTH.unpack(head)[0])
+
+
 class WriteTables(beam.PTransform):
     """Rows of several tables → Parquet shards under `directory/<table>/`, through one `GroupByKey`;
     yields the file paths.
 
     Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them, each
-    element a row or a list of rows; `shards` gives a table's number of files (1 when not named).
+    element a row or a list of rows; `shards` gives a table's number of files (1 when not named):
+    a number, or a PCollection of one number when the job works it out as it runs (a side input).
     `copies`: a PCollection of `(run_id, source_file)` run copies left out (`without_copies`).
+    `spill`: a local folder (Beam's local runner only): the batches wait there, in one file per
+    shard and bundle, and only the files' names cross the `GroupByKey`, which the local runner
+    would otherwise hold whole in memory.
     `partitions`: `{table: key}` writes that table Hive-partitioned (`partitions_of`).
     """
 
     def __init__(
-        self, directory: str, shards: dict[str, int] | None = None, copies: beam.PCollection | None = None,
+        self,
+        directory: str,
+        shards: dict[str, Any] | None = None,
+        copies: beam.PCollection | None = None,
+        spill: str | None = None,
         partitions: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.directory = directory
+        self.spill = spill
         self.shards = dict(shards or {})
         self.copies = copies
         self.partitions = dict(partitions or {})
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
-        shards = {table: max(1, self.shards.get(table, 1)) for table in tables}
+        shards = {table: self.shards.get(table, 1) for table in tables}
         batches = []
         for table, rows in tables.items():
             parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
             for i, part in enumerate(parts):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
-                batches.append(part | label >> beam.ParDo(_BatchRowsFn(table, shards[table])))
+                n = shards[table]
+                if isinstance(n, beam.PCollection):
+                    batch = beam.ParDo(_BatchRowsFn(table, 1, self.spill), shards=beam.pvalue.AsSingleton(n))
+                else:
+                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n), self.spill))
+                batches.append(part | label >> batch)
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
         side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
         return (
             batched
             | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, shards, self.partitions), **side)
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side)
         )
 
 

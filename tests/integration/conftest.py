@@ -22,7 +22,7 @@ for p in (HERE, REPO):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from footprint_audit.pipelines import jars as fetch_jars  # noqa: E402
+from tools import jars as fetch_jars  # noqa: E402
 from kafka_broker import KafkaBroker  # noqa: E402
 
 MIN_JAVA = 17

@@ -8,7 +8,6 @@ afterwards (the test asserts that no process of theirs is left).
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import psutil
 import pytest

@@ -26,7 +26,7 @@ from apache_beam.transforms import userstate
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.window import FixedWindows, GlobalWindows, TimestampedValue
 
-from footprint_audit.pipelines.jars import kafka_expansion_service
+from tools.jars import kafka_expansion_service
 
 pytestmark = pytest.mark.integration
 

@@ -36,7 +36,7 @@ Usage::
     python tools/fetch_jars.py --json     # same, machine-readable on stdout
     python tools/fetch_jars.py --check    # exit 1 if not fetched yet; no network
 
-Importable: ``pipelines.jars.ensure_jars()`` returns the same dict as ``--json``;
+Importable (from the repository root): ``tools.jars.ensure_jars()`` returns the same dict as ``--json``;
 ``kafka_expansion_service(jars)`` is the expansion service `ReadFromKafka` uses.
 """
 from __future__ import annotations
@@ -53,6 +53,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from footprint_audit.pipelines.cached_jars import BEAM_JAVA_VERSION, FLINK_VERSION, default_cache_dir, runner_of
+
 # ---------------------------------------------------------------------------
 # Versions.  The Maven Central reachable here serves no Beam job-server jar at
 # all and only some versions of Beam's Java modules:
@@ -65,9 +67,7 @@ from pathlib import Path
 # knows every field Python 2.77's ReadFromKafka sends (2.62 does not).  The
 # Python SDK (2.77.0) talks to this Java side over the portable Job/Fn API;
 # tests/integration proves that combination works.
-BEAM_JAVA_VERSION = "2.70.0"
 BEAM_JOB_SERVICE_VERSION = "2.65.0"
-FLINK_VERSION = "1.19"          # beam-runners-flink-1.19 pulls Flink 1.19.0
 KAFKA_CLIENTS_VERSION = "3.9.1"  # what KafkaIO (Java) uses inside Flink
 KAFKA_BROKER_VERSION = "4.4.0"   # the KRaft broker used by the tests
 SLF4J_VERSION = "1.7.36"      # the Kafka broker's reload4j binding (slf4j 1.7 API)
@@ -156,13 +156,6 @@ def kafka_spec():
             _dep("org.slf4j", "slf4j-reload4j", SLF4J_VERSION),
         ],
     }
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("FOOTPRINT_AUDIT_JARS")
-    if env:
-        return Path(env).expanduser()
-    return Path("~/.cache/footprint-audit/jars").expanduser()
 
 
 class FetchError(RuntimeError):
@@ -359,16 +352,6 @@ def kafka_expansion_service(jars: dict):
     return JavaJarExpansionService(
         jar, extra_args=["{{PORT}}", "--defaultEnvironmentType=EMBEDDED", f"--filesToStage={jar}"]
     )
-
-
-def runner_of(beam_args: list[str]) -> str | None:
-    """The `--runner` among Beam's arguments, or None."""
-    for i, a in enumerate(beam_args):
-        if a.startswith("--runner="):
-            return a.split("=", 1)[1]
-        if a == "--runner" and i + 1 < len(beam_args):
-            return beam_args[i + 1]
-    return None
 
 
 def with_flink_job_server(beam_args: list[str]) -> list[str]:

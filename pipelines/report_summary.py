@@ -1,0 +1,45 @@
+"""What `footprint-audit report` shows: the `Summary` the views return, and a `Row`.
+
+Role: shared by the terminal report (`pipelines.report`) and the HTML page
+      (`pipelines.report_html`), so that neither imports the other for its types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Row", "Summary"]
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Summary:
+    """Everything the report shows, as the views returned it."""
+
+    out_dir: Path
+    totals: Row
+    tools: list[Row]
+    unknown_reasons: dict[str, list[tuple[str, int]]]
+    disagreements: list[Row]
+    timeline: list[Row]
+    runs: Row
+    dead_letter_reasons: list[Row]
+    figures: Row = field(default_factory=dict)
+    dead_letter_files: list[Row] = field(default_factory=list)
+    span: Row | None = None
+    tool_timeline: list[Row] = field(default_factory=list)
+    dead_letters: list[Row] = field(default_factory=list)
+    calls: list[Row] = field(default_factory=list)
+    #: How the headline figures fit together: (sentence, holds) per identity (`reconciliation`).
+    fit: list[tuple[str, bool]] = field(default_factory=list)
+    #: The caps the page's lists were cut to (it says so when it cuts).
+    max_calls: int = 0
+    max_dead_letters: int = 0
+    #: Tools with at least one call with an ended_at (the ones the page can draw over time).
+    timed_tools: list[str] = field(default_factory=list)
+    #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
+    disagreement_count: int = 0
+    build: str = ""  # reader version(s) and increments (`pipelines.manifest.build_note`)

@@ -1,0 +1,352 @@
+"""Whole JSON documents: recording envelope v1, recording, events array (docs/output.md §1).
+
+Pattern: pure functions over one document's bytes.
+Role:    classifies a document, finds its runs and whether each was served under a
+         redaction policy (docs/events.md §7), and makes a `SourceFile` of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import orjson
+
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
+    EVENT_PREFIX,
+    FORMAT_ENVELOPE,
+    FORMAT_EVENTS_ARRAY,
+    FORMAT_RECORDING,
+    REASON_NOT_JSON,
+    REASON_TOO_LARGE,
+    REASON_UNKNOWN_FORMAT,
+    DeadLetter,
+    Event,
+    RunInput,
+    SourceFile,
+)
+
+from .byte_streams import SourceError, _document_too_large_detail, decompress
+from .envelopes import (
+    DEFAULT_MAX_EVENT_BYTES,
+    MAX_EVENT_DEPTH,
+    RAW_KEEP_BYTES,
+    _a,
+    _depth_over,
+    _dump,
+    _js_kind,
+    _maybe_too_deep,
+    _not_json_detail,
+    _own_or_hint,
+    _parse_utf8_safe,
+    _too_deep,
+    _too_large,
+    check_envelope,
+)
+from .sniff import _strip_bom
+
+__all__ = [
+    "ENVELOPE_FORMAT_V1",
+    "REDACTION_RECORDER_ID",
+    "group_by_run",
+    "read_document",
+    "served_under_policy",
+]
+
+ENVELOPE_FORMAT_V1 = "agentfootprint.recording.v1"
+
+REDACTION_RECORDER_ID = "agentfootprint.redaction"
+
+_EVENT_PREFIX_LEN = len(EVENT_PREFIX)
+
+
+@dataclass(slots=True)
+class _Document:
+    """What a JSON document says, once its format is known."""
+
+    format: str
+    events: list
+    snapshot: dict | None = None
+    run_id: str | None = None  # the run the file names (envelope, artifact meta, top level)
+    session_id: str | None = None
+    dropped_events: int | None = None
+    complete: bool | None = None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str and value else None
+
+
+def _dict_or_empty(value: Any) -> dict:
+    return value if type(value) is dict else {}
+
+
+def _looks_like_event(element: Any) -> bool:
+    return type(element) is dict and ("type" in element or ("payload" in element and "meta" in element))
+
+
+def _events_of(holder: dict, what: str) -> list:
+    events = holder.get("events")
+    if events is None:
+        return []
+    if type(events) is not list:
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {_a(_js_kind(events))}, not an array.")
+    return events
+
+
+def _envelope(doc: dict) -> _Document:
+    recording = doc.get("recording")
+    if type(recording) is not dict:
+        detail = f"The file says it is an {ENVELOPE_FORMAT_V1} envelope, but its `recording` is not an object."
+        raise SourceError(REASON_UNKNOWN_FORMAT, detail)
+    run = _dict_or_empty(doc.get("run"))
+    dropped = run.get("droppedEvents")
+    complete = run.get("complete")
+    snapshot = recording.get("snapshot")
+    return _Document(
+        format=FORMAT_ENVELOPE,
+        events=_events_of(recording, "recording"),
+        snapshot=snapshot if type(snapshot) is dict else None,
+        run_id=_str_or_none(run.get("runId")),
+        session_id=_str_or_none(run.get("sessionId")),
+        dropped_events=dropped if type(dropped) is int else None,
+        complete=complete if type(complete) is bool else None,
+    )
+
+
+def _recording(doc: dict) -> _Document:
+    snapshot = doc.get("snapshot")
+    origin = _dict_or_empty(_dict_or_empty(doc.get("meta")).get("origin"))
+    return _Document(
+        format=FORMAT_RECORDING,
+        events=_events_of(doc, "recording"),
+        snapshot=snapshot if type(snapshot) is dict else None,
+        run_id=_str_or_none(origin.get("runId")) or _str_or_none(doc.get("runId")) or _identity_run_id(snapshot),
+    )
+
+
+def _identity_run_id(snapshot: Any) -> str | None:
+    """A committed-state-only recording's run: `sharedState.runIdentity` (`runId`, else `conversationId`).
+
+    Never `snapshot.runId`: that is footprintjs's executor id, another namespace (docs/events.md §1).
+    """
+    state = _dict_or_empty(_dict_or_empty(snapshot).get("sharedState"))
+    identity = _dict_or_empty(state.get("runIdentity"))
+    return _str_or_none(identity.get("runId")) or _str_or_none(identity.get("conversationId"))
+
+
+def _classify(doc: Any) -> _Document:
+    """Which whole-document format `doc` is; `SourceError(unknown-format)` when none."""
+    if type(doc) is list:
+        if not doc or any(_looks_like_event(e) for e in doc):
+            return _Document(FORMAT_EVENTS_ARRAY, doc)
+        raise SourceError(
+            REASON_UNKNOWN_FORMAT,
+            "The file is a JSON array, but none of its elements looks like an event envelope {type, payload, meta}.",
+        )
+    if type(doc) is not dict:
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {_js_kind(doc)}, not a recording or an event list.")
+    declared = doc.get("format")
+    if declared == ENVELOPE_FORMAT_V1:
+        return _envelope(doc)
+    if type(declared) is str and declared.startswith("agentfootprint.recording."):
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The recording envelope format {declared!r} is not supported.")
+    if type(doc.get("snapshot")) is dict or ("snapshot" in doc and type(doc.get("events")) is list):
+        return _recording(doc)
+    if type(doc.get("events")) is list:
+        return _Document(FORMAT_EVENTS_ARRAY, doc["events"], run_id=_str_or_none(doc.get("runId")))
+    keys = ", ".join(sorted(doc)[:8]) or "none"
+    raise SourceError(
+        REASON_UNKNOWN_FORMAT,
+        f"The file is a JSON object that is not a recording envelope, a recording or an event list (keys: {keys}).",
+    )
+
+
+def served_under_policy(snapshot: Any) -> bool:
+    """True when `snapshot.recorders` holds the redaction marker row (docs/events.md §7)."""
+    recorders = snapshot.get("recorders") if type(snapshot) is dict else None
+    if type(recorders) is not list:
+        return False
+    return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
+
+
+def _plain_event(element: Any, index: int = 0) -> Event | None:
+    """The common case of `check_envelope`, fast: a well-formed envelope (at `index`), else None."""
+    if type(element) is not dict:
+        return None
+    event_type, payload, meta = element.get("type"), element.get("payload"), element.get("meta")
+    if type(event_type) is not str or type(payload) is not dict or type(meta) is not dict:
+        return None
+    run_id = meta.get("runId")
+    if type(run_id) is not str or not run_id:
+        return None
+    # `short_type`, inlined: this runs once per event.
+    if event_type.startswith(EVENT_PREFIX):
+        event_type = event_type[_EVENT_PREFIX_LEN:]
+    return Event(index, event_type, payload, meta) if event_type else None
+
+
+def _writes_whole(doc: Any) -> bool:
+    """True when orjson writes `doc` back: then nothing in it nests deeper than `MAX_EVENT_DEPTH`.
+
+    orjson refuses more than 254 levels, the limit itself, so a document it
+    writes has no event (and no snapshot) too deep; one C pass instead of
+    counting brackets, walking the snapshot and writing the events again.
+    """
+    try:
+        orjson.dumps(doc)
+    except (TypeError, orjson.JSONEncodeError):  # too deep, an integer beyond 64 bits, a lone surrogate
+        return False
+    return True
+
+
+def _document_items(
+    source_file: str, document: _Document, max_event_bytes: int, size: int, checked: bool = False
+) -> Iterator[Event | DeadLetter]:
+    """The document's events in order, each an `Event` or its dead letter.
+
+    `checked`: the caller knows the whole document is at most `max_event_bytes`
+    and that orjson writes it (`_writes_whole`), so no element is too large or
+    too deep and the per-element checks are skipped.
+    """
+    events = document.events
+    if not checked and size <= max_event_bytes:
+        try:
+            orjson.dumps(events)  # no element is too large, and none nests too deep
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+        else:
+            checked = True
+    if checked:
+        for index, element in enumerate(events):
+            ev = _plain_event(element, index)
+            if ev is None:
+                where = f"Event {index} of the event list"
+                yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
+            else:
+                yield ev
+        return
+    for index, element in enumerate(events):
+        where = f"Event {index} of the event list"
+        try:
+            raw = orjson.dumps(element)
+        except TypeError:  # orjson.JSONEncodeError: nested deeper than orjson writes
+            depth = _depth_over(element)
+            if depth is not None:
+                yield _too_deep(source_file, index, where, depth, b"", _own_or_hint(element, document.run_id))
+                continue
+            raw = _dump(element)
+        if len(raw) > max_event_bytes:
+            yield _too_large(source_file, index, where, len(raw), max_event_bytes, raw, _own_or_hint(element, document.run_id))
+            continue
+        yield check_envelope(element, index, source_file, raw, where=where, run_hint=document.run_id)
+
+
+def _apply_document(source: SourceFile, document: _Document) -> SourceFile:
+    """Put what the document says of its run(s) on the runs `group_by_run` made."""
+    if not source.runs and (document.snapshot is not None or not source.dead_letters):
+        source.runs.append(RunInput(document.run_id, source.source_file, document.format))
+    policy = served_under_policy(document.snapshot)
+    for run in source.runs:
+        run.snapshot = document.snapshot
+        run.served_under_policy = policy
+        if document.format == FORMAT_ENVELOPE and run.run_id == document.run_id:
+            run.dropped_events = document.dropped_events
+            run.complete = document.complete
+            run.session_id = run.session_id or document.session_id
+    return source
+
+
+def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+    letter = DeadLetter(source_file, None, None, reason, detail, raw[:RAW_KEEP_BYTES])
+    return SourceFile(source_file, fmt, dead_letters=[letter])
+
+
+def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
+    """`read_document` on bytes that are already decompressed."""
+    text = _strip_bom(data)
+    if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
+        return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
+    try:
+        doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
+    except JSONError as exc:
+        return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
+    try:
+        document = _classify(doc)
+    except SourceError as exc:
+        return _file_failure(source_file, exc.reason, exc.detail, data)
+    # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
+    checked = len(text) <= max_event_bytes and _writes_whole(doc)
+    depth = _depth_over(document.snapshot) if not checked and _maybe_too_deep(text) else None
+    if depth is not None:
+        detail = (
+            f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
+            f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
+        )
+        return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
+    items = _document_items(source_file, document, max_event_bytes, len(text), checked)
+    source = group_by_run(source_file, document.format, items)
+    return _apply_document(source, document)
+
+
+def read_document(
+    source_file: str, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, utf8_safe: bool = False
+) -> SourceFile:
+    """Read a whole-document file (envelope v1, recording, events array) from its bytes.
+
+    `data` may be gzip or zstd compressed. Events are grouped by `meta.runId`
+    in recording order; a file-level failure gives a `SourceFile` with no
+    runs and one dead letter (`event_index` None). With `utf8_safe` (what the
+    pipeline's `open_source` asks for) a lone UTF-16 surrogate escape reads
+    as U+FFFD, so every string fits UTF-8 (Beam's coders, Parquet); without
+    it, strings are exactly what `JSON.parse` gives.
+    """
+    try:
+        data = decompress(data, source_file, max_event_bytes)
+    except SourceError as exc:
+        return _file_failure(source_file, exc.reason, exc.detail, data)
+    if len(data) > max_event_bytes:
+        return _file_failure(source_file, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
+    return _parse_document(source_file, data, max_event_bytes, utf8_safe)
+
+
+def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | DeadLetter]) -> SourceFile:
+    """Collect events and dead letters into runs (by run id, in order of first appearance).
+
+    A dead letter with a run id goes on that run's `dead_letters`; one
+    without stays on the `SourceFile`.
+    """
+    source = SourceFile(source_file, fmt)
+    runs: dict[str, RunInput] = {}
+    # The run of the previous item: consecutive items of one run (the usual case) skip the lookup.
+    last_id: str | None = None
+    last: RunInput | None = None
+    for item in items:
+        is_event = isinstance(item, Event)
+        if is_event:
+            # `Event.run_id` and `Event.session_id`, read off `meta` directly (once per event).
+            run_id = item.meta.get("runId")
+            if type(run_id) is not str:
+                run_id = None
+        else:
+            run_id = item.run_id
+        if run_id is None:
+            source.dead_letters.append(item)  # type: ignore[arg-type]  # an Event always has a run id
+            continue
+        if run_id == last_id and last is not None:
+            run = last
+        else:
+            run = runs.get(run_id)
+            if run is None:
+                run = runs[run_id] = RunInput(run_id, source_file, fmt or "")
+                source.runs.append(run)
+            last_id, last = run_id, run
+        if is_event:
+            run.events.append(item)
+            if run.session_id is None:
+                session_id = item.meta.get("sessionId")
+                run.session_id = session_id if type(session_id) is str else None
+        else:
+            run.dead_letters.append(item)  # type: ignore[arg-type]
+    return source

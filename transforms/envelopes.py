@@ -1,0 +1,257 @@
+"""One element → `Event` or `DeadLetter`: the envelope checks every format shares (docs/events.md §1).
+
+Pattern: pure functions over bytes and parsed JSON (parsed only with `readers.parse_json`).
+Role:    decides whether an element is a `{type, payload, meta}` envelope, its run id, and
+         the dead-letter reason of everything else (`not-json`, `not-an-event`,
+         `missing-run-id`, `too-large`; docs/output.md §4). Used by the document and line
+         readers and by the stream's message parsing (`event_from_message`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
+    REASON_MISSING_RUN_ID,
+    REASON_NOT_AN_EVENT,
+    REASON_NOT_JSON,
+    REASON_TOO_LARGE,
+    DeadLetter,
+    Event,
+    short_type,
+)
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "check_envelope",
+    "event_from_message",
+]
+
+#: Default cap on one event (one line, one SSE block, one document element).
+DEFAULT_MAX_EVENT_BYTES = 64 << 20
+
+#: How much of an oversized element a dead letter keeps (the row keeps 64 KiB).
+RAW_KEEP_BYTES = 64 << 10
+
+#: Deepest nesting of arrays and objects one event (or a recording's snapshot) may have.
+#: Deeper values cannot pass through Beam's coders (recursive pickling) nor be re-serialized
+#: by orjson (254 levels), so they are `too-large` dead letters, never a crash.
+MAX_EVENT_DEPTH = 254
+
+
+def _depth_over(value: Any, limit: int = MAX_EVENT_DEPTH) -> int | None:
+    """How deep `value` nests arrays and objects, when that is more than `limit`; None otherwise.
+
+    Iterative (never recursive), so any depth the JSON parser gave back can be measured.
+    """
+    if type(value) is not dict and type(value) is not list:
+        return None
+    stack = [(value, 1)]
+    deepest = 1
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        children = node.values() if type(node) is dict else node
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return None
+
+
+def _maybe_too_deep(data: bytes, limit: int = MAX_EVENT_DEPTH) -> bool:
+    """False when `data` cannot hold more than `limit` nested brackets (a cheap upper bound)."""
+    return data.count(b"[") + data.count(b"{") > limit
+
+
+#: A `\\uD800`–`\\uDFFF` escape anywhere (a quick test before the careful rewrite).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: Every backslash escape: a surrogate pair (kept), a lone surrogate (rewritten), anything else (kept).
+_ESCAPE = re.compile(
+    rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+    re.DOTALL,
+)
+
+
+def _lone_surrogates_replaced(data: bytes) -> bytes:
+    """JSON text with each lone UTF-16 surrogate escape (`\\ud800`) rewritten as `\\ufffd`.
+
+    `JSON.parse` accepts a lone surrogate, but UTF-8 (Beam's string coder, Parquet)
+    cannot hold one: read it as U+FFFD, the replacement character, as `raw` does for
+    invalid UTF-8. Surrogate pairs and escaped backslashes are left as they are.
+    """
+    if (b"\\ud" not in data and b"\\uD" not in data) or _SURROGATE_ESCAPE.search(data) is None:
+        return data
+    return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
+
+
+def _parse_utf8_safe(text: bytes) -> Any:
+    """`parse_json` with lone surrogate escapes read as U+FFFD.
+
+    orjson refuses lone surrogates, so text it parses has none and needs no
+    rewrite; only text it refuses goes through the rewrite and the exact parser.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return parse_json(_lone_surrogates_replaced(text))
+
+
+def _js_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _dump(value: Any) -> bytes:
+    """`value` as compact JSON bytes; `str()` of it for values orjson refuses."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value).encode("utf-8", "surrogatepass")
+
+
+def _string_run_id(meta: Any) -> str | None:
+    if type(meta) is dict:
+        run_id = meta.get("runId")
+        if type(run_id) is str and run_id:
+            return run_id
+    return None
+
+
+def _envelope_problem(element: Any) -> str | None:
+    """Why `element` is not a `{type, payload, meta}` envelope, or None when it is one."""
+    if type(element) is not dict:
+        return f"it is a JSON {_js_kind(element)}, not an object"
+    event_type = element.get("type")
+    if type(event_type) is not str:
+        return "it has no string `type`" if "type" not in element else f"its `type` is {_a(_js_kind(event_type))}, not a string"
+    if not short_type(event_type):
+        return "its `type` is empty"
+    if type(element.get("payload")) is not dict:
+        return f"its `payload` is {_absent_or_kind(element, 'payload')}, not an object"
+    if type(element.get("meta")) is not dict:
+        return f"its `meta` is {_absent_or_kind(element, 'meta')}, not an object"
+    return None
+
+
+def _absent_or_kind(element: dict, key: str) -> str:
+    return "missing" if key not in element else _a(_js_kind(element[key]))
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def check_envelope(
+    element: Any,
+    index: int,
+    source_file: str,
+    raw: bytes | None = None,
+    *,
+    where: str | None = None,
+    run_hint: str | None = None,
+) -> Event | DeadLetter:
+    """The one event check: an `Event` (short type), or a `not-an-event` / `missing-run-id` dead letter.
+
+    `raw` is the element's bytes as read (re-serialized when None); `where`
+    names the element in the detail; `run_hint` is the run the file itself
+    names, used for a dead letter whose element does not name its run.
+    """
+    where = where or f"Event {index}"
+    own_run = _string_run_id(element.get("meta")) if type(element) is dict else None
+    problem = _envelope_problem(element)
+    if problem is not None:
+        return DeadLetter(
+            source_file,
+            index,
+            own_run or run_hint,
+            REASON_NOT_AN_EVENT,
+            f"{where} is not an event envelope {{type, payload, meta}}: {problem}.",
+            raw if raw is not None else _dump(element),
+        )
+    if own_run is None:
+        return DeadLetter(
+            source_file,
+            index,
+            run_hint,
+            REASON_MISSING_RUN_ID,
+            f"{where} ({element['type'][:100]}) has no non-empty string `meta.runId`, so it cannot be put in a run.",
+            raw if raw is not None else _dump(element),
+        )
+    return Event(index, short_type(element["type"]), element["payload"], element["meta"])
+
+
+def _too_large(source_file: str, index: int, where: str, size: int, cap: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    return DeadLetter(
+        source_file,
+        index,
+        run_id,
+        REASON_TOO_LARGE,
+        f"{where} is {size} bytes, more than the {cap}-byte limit for one event; it was not parsed.",
+        raw[:RAW_KEEP_BYTES],
+    )
+
+
+def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
+    """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size)."""
+    try:
+        element = parse_json(_lone_surrogates_replaced(data))
+    except JSONError as exc:
+        return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
+    if _maybe_too_deep(data):
+        depth = _depth_over(element)
+        if depth is not None:
+            return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
+    return check_envelope(element, index, source_file, data, where=where)
+
+
+def _too_deep(source_file: str, index: int | None, where: str, depth: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    return DeadLetter(
+        source_file,
+        index,
+        run_id,
+        REASON_TOO_LARGE,
+        f"{where} nests arrays and objects {depth}+ levels deep, more than the {MAX_EVENT_DEPTH}-level limit "
+        "for one event; it was not read.",
+        raw[:RAW_KEEP_BYTES],
+    )
+
+
+def event_from_message(
+    source: str, index: int, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Event | DeadLetter:
+    """One message of a stream source (a Kafka record, a Pub/Sub message) → Event or DeadLetter."""
+    where = f"Message {index}"
+    if len(data) > max_event_bytes:
+        return _too_large(source, index, where, len(data), max_event_bytes, data)
+    return _event_from_bytes(source, index, data, where)
+
+
+def _not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"{where} is not valid UTF-8 (byte {bad.start}), so it is not JSON."
+    return f"{where} is not JSON ({exc})."
+
+
+def _own_or_hint(element: Any, hint: str | None) -> str | None:
+    own = _string_run_id(element.get("meta")) if type(element) is dict else None
+    return own or hint

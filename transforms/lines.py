@@ -1,0 +1,182 @@
+"""Line formats: JSON Lines (one event per line) and SSE captures (`event:` / `data:` blocks).
+
+Pattern: pure generators over a byte stream, one line at a time.
+Role:    streams a line file's events and dead letters without loading it whole; each
+         line is capped at `max_event_bytes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO, Iterable, Iterator
+
+from footprint_audit.schemas.events import (
+    FORMAT_EVENT_STREAM,
+    FORMAT_SSE,
+    REASON_NOT_AN_EVENT,
+    REASON_UNREADABLE,
+    DeadLetter,
+    Event,
+)
+
+from .byte_streams import _READ_ERRORS
+from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, _event_from_bytes, _too_large
+from .sniff import UTF8_BOM
+
+__all__ = [
+    "LINE_FORMATS",
+    "iter_lines",
+]
+
+LINE_FORMATS = frozenset({FORMAT_EVENT_STREAM, FORMAT_SSE})
+
+
+@dataclass(slots=True)
+class _Line:
+    """One physical line, without its end of line; `size` > len(data) when it was cut."""
+
+    number: int
+    data: bytes
+    size: int
+
+
+def _physical_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[_Line]:
+    """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line."""
+    number = 0
+    while True:
+        line = stream.readline(max_line_bytes + 2)
+        if not line:
+            return
+        size = len(line)
+        if not line.endswith(b"\n") and size == max_line_bytes + 2:
+            size += _drain_line(stream)
+            line = line[:RAW_KEEP_BYTES]
+        else:
+            line = line.rstrip(b"\n")
+            line = line[:-1] if line.endswith(b"\r") else line
+            size = len(line)
+        if number == 0 and line.startswith(UTF8_BOM):
+            line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
+        yield _Line(number, line, size)
+        number += 1
+
+
+def _drain_line(stream: BinaryIO) -> int:
+    """Skip the rest of an oversized line; returns how many bytes it had (end of line left out)."""
+    skipped = 0
+    while True:
+        chunk = stream.readline(1 << 20)
+        skipped += len(chunk)
+        if not chunk:
+            return skipped
+        if chunk.endswith(b"\n"):
+            return skipped - (2 if chunk.endswith(b"\r\n") else 1)
+
+
+def _json_lines(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    for line in lines:
+        if line.size <= max_event_bytes and not line.data.strip():
+            continue  # a blank line (an oversized one is never skipped: only its head was looked at)
+        where = f"Line {line.number}"
+        if line.size > max_event_bytes:
+            yield _too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
+            continue
+        yield _event_from_bytes(source_file, line.number, line.data, where)
+
+
+@dataclass(slots=True)
+class _SSEBlock:
+    """The fields of one SSE block being read."""
+
+    start: int
+    lines: list
+    data: list
+    size: int = 0  # bytes of the joined data
+    cut: bool = False  # a data line was longer than the cap
+    has_event_field: bool = False
+
+    def add_data(self, line: _Line, value: bytes) -> None:
+        prefix = len(line.data) - len(value)
+        self.size += line.size - prefix + (1 if self.data else 0)
+        self.cut = self.cut or line.size > len(line.data)
+        self.data.append(value)
+
+
+def _sse_field(line: bytes) -> tuple[bytes, bytes]:
+    name, colon, value = line.partition(b":")
+    if colon and value.startswith(b" "):
+        value = value[1:]
+    return name, value
+
+
+def _sse_blocks(lines: Iterable[_Line]) -> Iterator[_SSEBlock]:
+    """SSE blocks with a `data` or `event` field; comments (`: ping`) and `id`/`retry`-only blocks are skipped."""
+    block: _SSEBlock | None = None
+    for line in lines:
+        if not line.data.strip():
+            if block is not None and (block.data or block.has_event_field):
+                yield block
+            block = None
+            continue
+        if line.data.startswith(b":"):
+            continue
+        if block is None:
+            block = _SSEBlock(line.number, [], [])
+        block.lines.append(line.data)
+        name, value = _sse_field(line.data)
+        if name == b"data":
+            block.add_data(line, value)
+        elif name == b"event":
+            block.has_event_field = True
+    if block is not None and (block.data or block.has_event_field):
+        yield block
+
+
+def _sse_events(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    for block in _sse_blocks(lines):
+        where = f"The SSE block at line {block.start}"
+        raw = b"\n".join(block.lines)
+        if not block.data:
+            detail = f"{where} has an `event:` field but no `data:`, so it carries no event."
+            yield DeadLetter(source_file, block.start, None, REASON_NOT_AN_EVENT, detail, raw)
+        elif block.cut or block.size > max_event_bytes:
+            yield _too_large(source_file, block.start, where, block.size, max_event_bytes, raw)
+        else:
+            data = b"\n".join(block.data)
+            item = _event_from_bytes(source_file, block.start, data, where)
+            if isinstance(item, DeadLetter):
+                item.raw = raw
+            yield item
+
+
+def iter_lines(
+    source_file: str, stream: BinaryIO, fmt: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Iterator[Event | DeadLetter]:
+    """Events and dead letters of a JSON Lines or SSE stream, in file order, read line by line.
+
+    `index` is the 0-based line (of the line, or of the SSE block's first
+    field line). A read error part-way (corrupt compression) ends the stream
+    with one `unreadable` dead letter at the line where it happened.
+    """
+    if fmt not in LINE_FORMATS:
+        raise ValueError(f"iter_lines reads {sorted(LINE_FORMATS)}, not {fmt!r}")
+    counter = _CountingLines(stream, max_event_bytes)
+    items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
+    try:
+        yield from items(source_file, counter, max_event_bytes)
+    except _READ_ERRORS as exc:
+        detail = f"The file could not be read past line {counter.next_number} ({type(exc).__name__}: {exc})."
+        yield DeadLetter(source_file, counter.next_number, None, REASON_UNREADABLE, detail, b"")
+
+
+class _CountingLines:
+    """`_physical_lines` that remembers the number of the next line (for read errors)."""
+
+    def __init__(self, stream: BinaryIO, max_event_bytes: int) -> None:
+        self._lines = _physical_lines(stream, max_event_bytes)
+        self.next_number = 0
+
+    def __iter__(self) -> Iterator[_Line]:
+        for line in self._lines:
+            self.next_number = line.number + 1
+            yield line

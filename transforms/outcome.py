@@ -1,0 +1,85 @@
+"""A call's outcome, first match wins (docs/output.md §2 step 4, docs/events.md §4.1).
+
+Pattern: pure functions over one occurrence's decision events.
+Role:    `transforms.calls._build_call` collects the decisions (`_Decisions`) in one pass
+         and asks `_outcome` for `(outcome, withheld_by)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .call_types import Call, RunFacts, is_placeholder
+
+__all__ = [
+]
+
+def _between(ev_file: str, index: int, call: Call) -> bool:
+    start, end = call.start, call.end
+    if start is None or end is None:
+        return False
+    start_file = call.events[0][0] if call.events else ""
+    if ev_file != start_file or ev_file != call.end_file:
+        return False
+    return start.index < index < end.index
+
+
+def _within_call(ev_file: str, index: int, call: Call) -> bool:
+    """Between the call's start and end (docs/output.md §2 step 4); with no order (several files), any."""
+    if call.start is None or call.end is None:
+        return False
+    start_file = call.events[0][0]
+    if start_file != call.end_file:
+        return True
+    return ev_file != start_file or call.start.index < index < call.end.index
+
+
+@dataclass(slots=True)
+class _Decisions:
+    """The decision events of one occurrence, as the outcome rules read them (one pass, `_build_call`)."""
+
+    #: a `checkin.decision` with `approved: false`
+    declined: bool = False
+    #: a `middleware.decision` denying `before-tool`
+    before_deny: bool = False
+    #: the `middleware` of the first `after-tool` deny (a string, else None)
+    after_deny: str | None = None
+    after_seen: bool = False
+    #: `permission.check`s with the call id whose result is `deny` or `halt`: (source_file, Event)
+    denials: list = field(default_factory=list)
+
+
+def _outcome(call: Call, facts: RunFacts, seen: _Decisions) -> tuple[str, str | None]:
+    """Step 4: the outcome, first match wins; `seen` holds the occurrence's decision events."""
+    end = call.end
+    end_p = end.payload if end is not None else {}
+    start_p = call.start.payload if call.start is not None else {}
+    if is_placeholder(start_p.get("notDispatched")):
+        return "unknown", None
+    for key in ("notDispatched", "notExecuted", "error"):
+        if is_placeholder(end_p.get(key)):
+            return "unknown", None
+    if end_p.get("notDispatched") is not None or start_p.get("notDispatched") is not None:
+        return "not-dispatched", None
+    if seen.declined:
+        return "declined", None
+    if seen.before_deny:
+        paused = call.start is None or (facts.paused_call_id == call.tool_call_id)
+        if facts.resumed_leg and paused:
+            return "declined", None
+        return "refused", None
+    name = call.tool_name
+    if name is not None:
+        for f, ev in seen.denials:
+            if ev.payload.get("target") == name and _within_call(f, ev.index, call):
+                return "refused", None
+        for f, index, target, result in facts.loose_permission_checks:
+            if result in ("deny", "halt") and target == name and _between(f, index, call):
+                return "refused", None
+    if end_p.get("notExecuted") is True:
+        return "refused", None
+    if end_p.get("error") is True:
+        return "failed", None
+    if end is None:
+        return "unknown", None
+    return "ran", seen.after_deny

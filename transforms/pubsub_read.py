@@ -1,0 +1,40 @@
+"""Beam (streaming): a Pub/Sub subscription → events at their event times, and dead letters.
+
+Pattern: a composite `PTransform` around Beam's `ReadFromPubSub` and `stream_events.ParseMessageFn`.
+Role:    the stream's Pub/Sub source (`footprint-audit stream --source pubsub://…`); one
+         event envelope per message, parsed as a Kafka record is. Needs `apache-beam[gcp]`.
+
+    events = p | "ReadPubSubEvents" >> ReadPubSubEvents("projects/P/subscriptions/S", max_event_bytes)
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from .stream_events import ParseMessageFn
+
+__all__ = ["ReadPubSubEvents", "pubsub_messages"]
+
+
+def pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
+    """The subscription's messages as `(source, index, bytes, publish time in ms)`."""
+    from apache_beam.io.gcp.pubsub import ReadFromPubSub
+
+    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
+    uri = "pubsub://" + subscription
+    return msgs | "PubSubMessages" >> beam.Map(
+        lambda m: (uri, 0, m.data, int(m.publish_time.micros // 1000) if m.publish_time else None)
+    )
+
+
+class ReadPubSubEvents(beam.PTransform):
+    """`projects/P/subscriptions/S` → timestamped `(source, Event, behind_ms)` and dead-letter rows."""
+
+    def __init__(self, subscription: str, max_event_bytes: int) -> None:
+        super().__init__()
+        self.subscription = subscription
+        self.max_event_bytes = max_event_bytes
+
+    def expand(self, p: beam.pvalue.PBegin) -> beam.PCollection:
+        messages = pubsub_messages(p.pipeline, self.subscription)
+        return messages | "ParseMessages" >> beam.ParDo(ParseMessageFn(self.max_event_bytes))
