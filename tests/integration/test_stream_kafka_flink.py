@@ -245,6 +245,27 @@ def _files(out: Path) -> dict[str, tuple[int, str]]:
     }
 
 
+def _kill_once_reading(launcher, out: Path, log: Path, also=None, what: str = "") -> dict:
+    """SIGKILL the launcher once it has written readings (and `also()` holds): its job server and
+    embedded Flink must die with it. Returns the output's files as they were at the kill."""
+    children: list[psutil.Process] = []
+    try:
+        wait_for(lambda: bool(_readings(out)), "the first readings", proc=launcher, log=log)
+        if also is not None:
+            wait_for(also, what, proc=launcher, log=log)
+        children = psutil.Process(launcher.pid).children(recursive=True)
+        assert any("java" in c.name() for c in children)
+        before = _files(out)
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait(60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    _gone, alive = psutil.wait_procs(children, timeout=120)
+    assert not alive, f"left running after the launcher was killed: {[p.pid for p in alive]}"
+    return before
+
+
 def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integration_jars, tmp_path):
     """The job server (and the embedded Flink in it) dies with a killed launcher; what was written stays."""
     from kafka_broker import KafkaBroker
@@ -257,19 +278,7 @@ def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integrat
         produce(broker.bootstrap, "events", records)
         launcher = stream_cli(f"kafka://{broker.bootstrap}/events", out, "--max-records", str(len(records)) + "0",
                               log=log)
-        children: list[psutil.Process] = []
-        try:
-            wait_for(lambda: bool(_readings(out)), "the first readings", proc=launcher, log=log)
-            children = psutil.Process(launcher.pid).children(recursive=True)
-            assert any("java" in c.name() for c in children)
-            before = _files(out)
-            launcher.send_signal(signal.SIGKILL)
-            launcher.wait(60)
-        finally:
-            if launcher.poll() is None:
-                launcher.kill()
-        _gone, alive = psutil.wait_procs(children, timeout=120)
-        assert not alive, f"left running after the launcher was killed: {[p.pid for p in alive]}"
+        before = _kill_once_reading(launcher, out, log)
     after = _files(out)
     assert before and all(after.get(name) == seen for name, seen in before.items()), "a file written before the kill changed"
 
@@ -294,21 +303,8 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
         source = f"kafka://{broker.bootstrap}/events"
         bound = ("--max-records", str(len(records)))  # the default checkpoint interval, as a user runs it
         launcher = stream_cli(source, out, *bound, log=log)
-        children: list[psutil.Process] = []
-        try:
-            wait_for(lambda: bool(_readings(out)), "the first readings", proc=launcher, log=log)
-            wait_for(lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle",
-                     proc=launcher, log=log)
-            children = psutil.Process(launcher.pid).children(recursive=True)
-            assert any("java" in c.name() for c in children)
-            before = _files(out)
-            launcher.send_signal(signal.SIGKILL)
-            launcher.wait(60)
-        finally:
-            if launcher.poll() is None:
-                launcher.kill()
-        _gone, alive = psutil.wait_procs(children, timeout=120)
-        assert not alive, f"left running after the launcher was killed: {[p.pid for p in alive]}"
+        before = _kill_once_reading(launcher, out, log,
+                                    lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle")
         assert _committed(broker.bootstrap, "events") < len(records)
         produce(broker.bootstrap, "events", rest)
         with open(log, "a") as f:
