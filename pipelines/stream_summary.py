@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from .output import table_files
+
 __all__ = ["stream_summary"]
 
 
 def _rows(out: Path, table: str, columns: list[str]) -> list[dict]:
     rows: list[dict] = []
-    for path in sorted((out / table).rglob("*.parquet")):
-        if any(part.startswith(("_", ".")) for part in path.relative_to(out).parts):
-            continue  # state, staging, a file being renamed into place
-        rows.extend(pq.read_table(path, columns=columns).to_pylist())
+    for path in table_files(str(out), table):
+        if not Path(path).name.startswith("."):  # a file still being written under its temporary name
+            rows.extend(pq.read_table(path, columns=columns).to_pylist())
     return rows
 
 
