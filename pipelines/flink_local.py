@@ -40,9 +40,12 @@ def _free_port() -> int:
 class JobServer:
     """`java -jar JAR --flink-master MASTER` on free loopback ports, tied to this process's life."""
 
-    def __init__(self, jar: str, flink_master: str, log_path: Path, startup_seconds: float = 180.0) -> None:
+    def __init__(
+        self, jar: str, flink_master: str, log_path: Path, startup_seconds: float = 180.0, conf_dir: Path | None = None
+    ) -> None:
         self.jar = jar
         self.flink_master = flink_master
+        self.conf_dir = conf_dir  # Flink's configuration for the embedded cluster (a restore point, for one)
         self.log_path = log_path
         self.startup_seconds = startup_seconds
         self.port = 0
@@ -64,6 +67,8 @@ class JobServer:
             "--artifact-port", "0",
             "--expansion-port", "0",
         ]  # fmt: skip
+        if self.conf_dir is not None:
+            cmd += ["--flink-conf-dir", str(self.conf_dir)]
         try:
             self.proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent

@@ -5,17 +5,23 @@ them, it turns on what a stream needs: checkpoints every `--checkpoint-seconds`
 (a checkpoint's completion is what finalizes the Kafka read's bundles, and so
 commits the consumer group's offsets), a file-system state backend in
 `--state-dir` (default `OUT/_state/`, so one large event in state does not
-overflow the JobManager's 5 MiB of checkpoint storage), and a checkpoint failure
-tolerated rather than a restart. A restarted job does not restore a checkpoint:
-it reads again from the group's offsets, rewound (`transforms.kafka_read`). The
-job server runs as this process's child (`flink_local`), so no JVM outlives a
-killed launcher.
+overflow the JobManager's 5 MiB of checkpoint storage), checkpoints kept when the
+job ends or is killed, and a checkpoint failure tolerated rather than a restart.
+Started again, a job resumes from the state dir's latest complete checkpoint
+(its calls in flight, the writers' unwritten rows, the Kafka read's offsets),
+unless `--no-resume`; a checkpoint of a job with another source or settings is
+refused in one sentence. On the embedded cluster (`--flink_master=[local]`)
+Beam does not pass `--savepoint_path` on, so the restore point goes to Flink
+through a configuration folder (`STATE_DIR/flink-conf`). The job server runs as
+this process's child (`flink_local`), so no JVM outlives a killed launcher.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,9 +29,10 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
+from .errors import UsageError
 from .flink_local import JobServer, JobServerError
 
-__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions"]
+__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
 
 
 class FlinkStartError(RuntimeError):
@@ -49,6 +56,7 @@ class FlinkDurabilityOptions(PipelineOptions):
         parser.add_argument("--savepoint_path", default=None)
         parser.add_argument("--allow_non_restored_state", type=_bool, default=None)
         parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
+        parser.add_argument("--externalized_checkpoints_enabled", type=_bool, default=None)
         parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
         parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
         # a bundle's size and length on Flink (Java's FlinkPipelineOptions spells it "Mills")
@@ -66,6 +74,62 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
     p.add_argument("--checkpoint-seconds", type=float, default=10.0,
                    help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
+    p.add_argument("--no-resume", action="store_true",
+                   help="Flink: start without the state dir's latest checkpoint (default: resume from it when there is one)")
+
+
+def latest_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest complete checkpoint under `checkpoints` (`<job id>/chk-<n>/_metadata`), if any."""
+    found = []
+    for meta in checkpoints.glob("*/chk-*/_metadata"):
+        try:
+            found.append((meta.stat().st_mtime, int(meta.parent.name[4:]), meta.parent))
+        except (OSError, ValueError):
+            continue
+    return max(found)[2] if found else None
+
+
+def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
+    """Delete earlier jobs' checkpoint folders, all but the one holding `keep` (what this job restores)."""
+    for job in checkpoints.iterdir():
+        if job.is_dir() and (keep is None or job != keep.parent):
+            shutil.rmtree(job, ignore_errors=True)
+
+
+#: What a restored job must share with the one that wrote the checkpoint: its state holds the read
+#: (topic, group) and calls joined under these settings.
+_SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seconds", "window_seconds")
+
+
+def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None) -> None:
+    """Refuse (one sentence) to resume a checkpoint written by a job with another source or
+    settings, and note this job's for the next start (`STATE_DIR/job.json`)."""
+    note = state / "job.json"
+    mine = {name: getattr(args, name, None) for name in _SAME_JOB}
+    if restore is not None and note.exists():
+        try:
+            theirs = json.loads(note.read_text())
+        except (OSError, ValueError):
+            theirs = {}
+        differ = [name for name in _SAME_JOB if name in theirs and theirs[name] != mine[name]]
+        if differ:
+            flags = ", ".join(f"--{name.replace('_', '-')} {theirs[name]}" for name in differ)
+            raise UsageError(
+                f"{state} holds the checkpoint of a job with {flags}: start with those, or give --no-resume "
+                "(or another --state-dir) to start without it"
+            )
+    note.write_text(json.dumps(mine, indent=1) + "\n")
+
+
+def _flink_conf(folder: Path, restore: Path) -> Path:
+    """A Flink configuration folder for the embedded cluster that restores `restore` (Beam applies
+    `--savepoint_path` only to a remote cluster). State the new job has no place for (a step
+    that was renamed or removed) is left behind rather than refusing to start."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "flink-conf.yaml").write_text(
+        f"execution.savepoint.path: {restore.as_uri()}\nexecution.savepoint.ignore-unclaimed-state: true\n"
+    )
+    return folder
 
 
 def _given(beam_args: list[str], name: str) -> bool:
@@ -89,6 +153,7 @@ class FlinkSession:
         self.beam_args = list(beam_args)
         self.server: JobServer | None = None
         self.state_dir: Path | None = None
+        self.restored: Path | None = None  # the checkpoint this job starts from, if any
 
     def end_marker(self) -> str | None:
         """Where a bounded read says it is done (on Flink: the job is then ended by the launcher)."""
@@ -106,16 +171,26 @@ class FlinkSession:
         checkpoints = state / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
         self.state_dir = state
+        restore = None if getattr(self.args, "no_resume", False) else latest_checkpoint(checkpoints)
+        _check_same_job(state, self.args, restore)
+        local = not _given(self.beam_args, "job_endpoint") and (_value(self.beam_args, "flink_master") or "[local]") in (
+            "[local]", "[auto]")
         defaults = {
             "streaming": None,
+            "externalized_checkpoints_enabled": "true",
+            "retain_externalized_checkpoints_on_cancellation": "true",
             "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
             "fail_on_checkpointing_errors": "false",
         }
+        if restore is not None and not local:
+            defaults.update(savepoint_path=str(restore), allow_non_restored_state="true")
         for name, value in defaults.items():
             if not _given(self.beam_args, name):
                 self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
+        _forget_other_jobs(checkpoints, restore)
+        self.restored = restore
         if not _given(self.beam_args, "job_endpoint"):
             jar = _value(self.beam_args, "flink_job_server_jar")
             if jar is None:
@@ -126,7 +201,8 @@ class FlinkSession:
             if master == "[auto]":
                 master = "[local]"
             try:
-                self.server = JobServer(jar, master, state / "job-server.log").start()
+                conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
+                self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf).start()
             except JobServerError as exc:
                 raise FlinkStartError(str(exc)) from exc
             self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]

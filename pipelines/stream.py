@@ -91,7 +91,9 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
         raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
-def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tuple[beam.PCollection, beam.PCollection]:
+def _events(
+    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool
+) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
     kind, parts = parse_source(source_uri)
@@ -106,7 +108,9 @@ def _events(p: beam.Pipeline, source_uri: str, args: argparse.Namespace) -> tupl
             max_event_bytes=args.max_event_bytes,
             out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
             idle_ms=int(args.idle_seconds * 1000),
-            rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000),
+            rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000)
+            if rewind
+            else 0,
             max_records=args.max_records,
             max_read_seconds=args.max_read_seconds,
         )
@@ -123,12 +127,16 @@ def build_stream(
     declarations: Declarations,
     args: argparse.Namespace,
     end_marker: str | None = None,
+    rewind: bool = True,
 ) -> None:
     """Wire the streaming job: source → events → stateful join → tables written every few seconds.
 
     With `end_marker`, that file is written once a bounded read is wholly read and written.
+    `rewind`: whether a Kafka read that starts from the consumer group's offsets starts some
+    event time before them, to read the calls in flight again (a job that restores a checkpoint
+    has them in its restored state, and its read goes on from the checkpoint's offsets).
     """
-    events, start = _events(p, source_uri, args)
+    events, start = _events(p, source_uri, args, rewind)
     classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
@@ -244,7 +252,8 @@ def run(argv: list[str] | None = None) -> int:
             pipeline = beam.Pipeline(runner=runner, options=options)
             bounded = bool(args.max_records or args.max_read_seconds)
             end_marker = session.end_marker() if bounded else None
-            build_stream(pipeline, args.source, args.output, declarations, args, end_marker)
+            resumed = session.restored is not None
+            build_stream(pipeline, args.source, args.output, declarations, args, end_marker, rewind=not resumed)
             result = pipeline.run()
             try:
                 state = _wait(result, end_marker)

@@ -10,12 +10,14 @@ Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed wh
          partitions that are still busy. A partition that has been caught up
          for `idle_seconds` does not hold it back; when every partition is
          idle, event time moves on with the wall clock from the last event.
-Durable: Kafka's auto-commit is off. The consumer group's offsets are
-         committed when the runner finalizes a bundle (on Flink: once a
-         checkpoint holding it completed), each with the latest event time read
-         before it. A restarted job reads from there, less `rewind_ms` of event
-         time, so the calls that were in flight are read again whole; what was
-         read twice is deduplicated by the readings' key and revision.
+Durable: Kafka's auto-commit is off. The restriction (every partition's next
+         offset) is part of the runner's checkpoints, so a job restored from one
+         reads on from where that checkpoint stood, in step with the restored
+         join. The consumer group's offsets are committed when the runner
+         finalizes a bundle (on Flink: once a checkpoint holding it completed),
+         each with the latest event time read before it: they serve a job that
+         starts with no checkpoint, which reads from there less `rewind_ms` of
+         event time, so the calls that were in flight are read again whole.
 Emits:   `(source, Event)` and dead-letter rows at their event times; a
          record that is not an event is a dead letter at the record's time.
 """
@@ -186,7 +188,7 @@ class _KafkaRestrictions(RestrictionProvider):
     def initial_restriction(self, spec: KafkaSpec) -> KafkaPositions:
         """Every partition of the topic, from the group's committed offset, else the earliest.
 
-        A restarted job starts here: the group's offsets are committed only once the runner has
+        A job that starts with no checkpoint to restore starts here: the group's offsets are committed only once the runner has
         finalized the bundles that read up to them, with the latest event time read before them;
         the read starts `rewind_ms` of event time before that, so calls that were in flight (in
         their grace period, or waiting for declarations) are read again whole.

@@ -1,0 +1,103 @@
+"""`stream` on Flink resumes from the state dir's latest complete checkpoint: which one, with what
+options, and a checkpoint of another job refused (no JVM: the session is set up with its own
+`--job_endpoint`, so no job server is started)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from footprint_audit.pipelines.errors import UsageError
+from footprint_audit.pipelines.flink_state import FlinkSession, latest_checkpoint
+
+
+def _args(out: Path, **kw) -> argparse.Namespace:
+    base = dict(output=str(out), state_dir=None, checkpoint_seconds=10.0, no_resume=False,
+                source="kafka://127.0.0.1:9092/events", consumer_group="footprint-audit",
+                grace_seconds=30.0, allowed_lateness_seconds=600.0, window_seconds=60.0)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def _checkpoint(root: Path, job: str, n: int, complete: bool = True, age: float = 0.0) -> Path:
+    chk = root / "_state" / "checkpoints" / job / f"chk-{n}"
+    chk.mkdir(parents=True)
+    if complete:
+        (chk / "_metadata").write_bytes(b"x")
+        t = os.stat(chk / "_metadata").st_mtime - age
+        os.utime(chk / "_metadata", (t, t))
+    return chk
+
+
+REMOTE = ["--runner=FlinkRunner", "--job_endpoint=localhost:1"]
+
+
+def test_the_newest_complete_checkpoint_is_chosen(tmp_path):
+    old = _checkpoint(tmp_path, "a" * 32, 7, age=100)
+    newest = _checkpoint(tmp_path, "b" * 32, 2)
+    _checkpoint(tmp_path, "b" * 32, 3, complete=False)  # being written when the job died
+    assert latest_checkpoint(tmp_path / "_state" / "checkpoints") == newest
+    assert old.exists()
+    assert latest_checkpoint(tmp_path / "nothing") is None
+
+
+def test_a_restart_restores_it_and_forgets_older_jobs(tmp_path):
+    old = _checkpoint(tmp_path, "a" * 32, 7, age=100)
+    newest = _checkpoint(tmp_path, "b" * 32, 2)
+    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:
+        assert session.restored == newest
+        assert f"--savepoint_path={newest}" in session.beam_args
+        assert "--allow_non_restored_state=true" in session.beam_args
+        assert "--retain_externalized_checkpoints_on_cancellation=true" in session.beam_args
+    assert newest.exists() and not old.parent.exists()
+
+
+def test_no_resume_starts_without_it(tmp_path):
+    _checkpoint(tmp_path, "b" * 32, 2)
+    with FlinkSession(_args(tmp_path, no_resume=True), list(REMOTE)) as session:
+        assert session.restored is None
+        assert not any(a.startswith("--savepoint_path") for a in session.beam_args)
+    assert latest_checkpoint(tmp_path / "_state" / "checkpoints") is None  # gone: never resumed later
+
+
+def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
+    with FlinkSession(_args(tmp_path), list(REMOTE)):
+        pass  # notes this job's source and settings
+    _checkpoint(tmp_path, "b" * 32, 2)
+    with pytest.raises(UsageError) as refused:
+        with FlinkSession(_args(tmp_path, source="kafka://127.0.0.1:9092/other"), list(REMOTE)):
+            pass
+    assert "--source kafka://127.0.0.1:9092/events" in str(refused.value) and "--no-resume" in str(refused.value)
+    with FlinkSession(_args(tmp_path, source="kafka://127.0.0.1:9092/other", no_resume=True), list(REMOTE)) as s:
+        assert s.restored is None
+
+
+def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(tmp_path, monkeypatch):
+    newest = _checkpoint(tmp_path, "b" * 32, 2)
+    started = {}
+
+    class FakeServer:
+        endpoint = "localhost:1"
+
+        def __init__(self, jar, master, log, conf_dir=None):
+            started.update(master=master, conf_dir=conf_dir)
+
+        def start(self):
+            return self
+
+        def stop(self):
+            pass
+
+    import footprint_audit.pipelines.flink_state as fs
+
+    monkeypatch.setattr(fs, "JobServer", FakeServer)
+    args = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar"]
+    with FlinkSession(_args(tmp_path), args) as session:
+        assert session.restored == newest
+        assert not any(a.startswith("--savepoint_path") for a in session.beam_args)  # Beam ignores it for [local]
+    conf = (started["conf_dir"] / "flink-conf.yaml").read_text()
+    assert f"execution.savepoint.path: {newest.as_uri()}" in conf
+    assert "execution.savepoint.ignore-unclaimed-state: true" in conf
