@@ -127,7 +127,7 @@ def stateful_events(path: str, limit: int) -> list:
         for item in opened[1]:
             if isinstance(item, Event) and classify_event(item) is CALL:
                 ms = item.meta.get("wallClockMs")
-                out.append(TimestampedValue(((item.run_id, item.payload["toolCallId"]), (*hold(name, item), 0)), ms / 1000))
+                out.append(TimestampedValue(((item.run_id, item.payload["toolCallId"]), ((*hold(name, item), 0, ms),)), ms / 1000))
                 if len(out) >= limit:
                     return out
     return out

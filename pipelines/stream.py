@@ -12,8 +12,8 @@ Run locally (replay recordings through the streaming path)::
     footprint-audit stream --source 'file://examples/recordings/**' --output out-stream/ \\
         --declarations examples/declarations.json
 
-Run on an embedded Flink, reading Kafka (started again, it reads on from the consumer
-group's offsets, rewound by the grace and the allowed lateness)::
+Run on an embedded Flink, reading Kafka (started again, it resumes from the state dir's
+latest checkpoint; `pipelines.flink_state`)::
 
     footprint-audit stream --source kafka://127.0.0.1:9092/agent-events --output out-stream/ \\
         --runner FlinkRunner --flink_master='[local]' --environment_type=LOOPBACK --streaming
@@ -57,6 +57,10 @@ from .stream_summary import stream_summary
 __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
 
+#: How many times a job whose Kafka read never started is submitted in all.
+START_ATTEMPTS = 3
+
+
 class JobFailed(RuntimeError):
     """The job ran and did not finish well."""
 
@@ -92,7 +96,7 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
 
 
 def _events(
-    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool
+    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool, started_marker: str
 ) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
@@ -113,6 +117,7 @@ def _events(
             else 0,
             max_records=args.max_records,
             max_read_seconds=args.max_read_seconds,
+            started_marker=started_marker,
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
         return read["events"], read["topic"]
@@ -128,6 +133,7 @@ def build_stream(
     args: argparse.Namespace,
     end_marker: str | None = None,
     rewind: bool = True,
+    started_marker: str = "",
 ) -> None:
     """Wire the streaming job: source → events → stateful join → tables written every few seconds.
 
@@ -135,8 +141,9 @@ def build_stream(
     `rewind`: whether a Kafka read that starts from the consumer group's offsets starts some
     event time before them, to read the calls in flight again (a job that restores a checkpoint
     has them in its restored state, and its read goes on from the checkpoint's offsets).
+    `started_marker`: a file the Kafka read creates when it first runs.
     """
-    events, start = _events(p, source_uri, args, rewind)
+    events, start = _events(p, source_uri, args, rewind, started_marker)
     classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
@@ -189,32 +196,54 @@ def _parser() -> FlagParser:
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
     p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
     p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
+    p.add_argument("--read-start-seconds", type=float, default=120.0,
+                   help="Flink: submit the job again when its Kafka read has not started this long after the job "
+                        "began running (0: never; default 120)")
     flink_state.add_arguments(p)
     return p
 
 
-def _wait(result: Any, end_marker: str | None) -> str:
+#: What `_wait` returns for a job whose Kafka read the runner never started in time.
+NOT_STARTED = "NOT_STARTED"
+
+
+def _wait(result: Any, end_marker: str | None, started: str | None = None, start_seconds: float = 0) -> str:
     """Wait for the job; with `end_marker` (a bounded read on a runner whose sources stay up to keep
-    checkpointing), end it once the marker says everything was read and written ("ENDED")."""
-    if end_marker is None:
+    checkpointing), end it once the marker says everything was read and written ("ENDED"). With
+    `started`, a job whose read has not created that file `start_seconds` after it began running is
+    cancelled (`NOT_STARTED`)."""
+    if end_marker is None and started is None:
         return str(result.wait_until_finish()).rsplit(".", 1)[-1]
+    running_since = None
     while True:
         state = str(result.state).rsplit(".", 1)[-1]
         if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
             return str(result.wait_until_finish()).rsplit(".", 1)[-1]
-        if os.path.exists(end_marker):
-            result.cancel()
-            try:
-                result.wait_until_finish()
-            except Exception:  # a cancelled job's end, as the runner reports it
-                pass
+        if end_marker is not None and os.path.exists(end_marker):
+            _cancel(result)
             os.remove(end_marker)
             return "ENDED"
+        if started is not None and state == "RUNNING":
+            running_since = running_since or time.monotonic()
+            if os.path.exists(started):
+                started = None
+            elif time.monotonic() - running_since > start_seconds:
+                _cancel(result)
+                return NOT_STARTED
         time.sleep(0.5)
 
 
+def _cancel(result: Any) -> None:
+    result.cancel()
+    try:
+        result.wait_until_finish()
+    except Exception:  # a cancelled job's end, as the runner reports it
+        pass
+
+
 def _check(args: argparse.Namespace) -> None:
-    for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds"):
+    for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds",
+                 "read_start_seconds"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be 0 or more")
     for name in ("window_seconds", "flush_seconds"):
@@ -249,20 +278,34 @@ def run(argv: list[str] | None = None) -> int:
                 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
                 runner = FnApiRunner()
-            pipeline = beam.Pipeline(runner=runner, options=options)
             bounded = bool(args.max_records or args.max_read_seconds)
-            end_marker = session.end_marker() if bounded else None
-            resumed = session.restored is not None
-            build_stream(pipeline, args.source, args.output, declarations, args, end_marker, rewind=not resumed)
-            result = pipeline.run()
-            try:
-                state = _wait(result, end_marker)
-            except KeyboardInterrupt:
+            # On Flink, a Kafka read the runner has not started in time is submitted again (see README).
+            watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
+            started = str(session.state_dir / "_read-started") if watched and session.state_dir else None
+            for attempt in range(1, START_ATTEMPTS + 1):
+                pipeline = beam.Pipeline(runner=runner, options=options)
+                end_marker = session.end_marker() if bounded else None
+                build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
+                             rewind=session.restored is None, started_marker=started or "")
+                if started is not None and os.path.exists(started):
+                    os.remove(started)
+                result = pipeline.run()
                 try:
-                    result.cancel()
-                except Exception:  # the job server may be going down with us
-                    pass
-                raise
+                    state = _wait(result, end_marker, started, args.read_start_seconds)
+                except KeyboardInterrupt:
+                    try:
+                        result.cancel()
+                    except Exception:  # the job server may be going down with us
+                        pass
+                    raise
+                if state != NOT_STARTED:
+                    break
+                print(f"footprint-audit stream: the runner had not started the Kafka read {args.read_start_seconds:.0f} s "
+                      f"after the job began running; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})",
+                      file=sys.stderr)
+            if state == NOT_STARTED:
+                raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts "
+                                f"of {args.read_start_seconds:.0f} s each (see {session.state_dir}/job-server.log)")
             if state not in ("DONE", "RUNNING", "ENDED"):
                 raise JobFailed(f"the job ended in state {state}")
     except UsageError as exc:
@@ -272,8 +315,8 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("footprint-audit stream: interrupted; files written so far stay, and a restart reads on from "
-              "the consumer group's offsets", file=sys.stderr)
+        print("footprint-audit stream: interrupted; files written so far stay, and the same command resumes "
+              "from the latest checkpoint", file=sys.stderr)
         return 130
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)

@@ -101,3 +101,32 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
     conf = (started["conf_dir"] / "flink-conf.yaml").read_text()
     assert f"execution.savepoint.path: {newest.as_uri()}" in conf
     assert "execution.savepoint.ignore-unclaimed-state: true" in conf
+
+
+class _Job:
+    """A submitted job as the launcher sees it: its state moves on as the launcher polls it."""
+
+    def __init__(self, states):
+        self.states, self.cancelled = list(states), False
+
+    @property
+    def state(self):
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+    def cancel(self):
+        self.cancelled = True
+        self.states = ["CANCELLED"]
+
+    def wait_until_finish(self):
+        return self.states[0]
+
+
+def test_a_job_whose_read_never_starts_is_cancelled_and_one_that_starts_is_not(tmp_path):
+    from footprint_audit.pipelines.stream import NOT_STARTED, _wait
+
+    marker = tmp_path / "_read-started"
+    stuck = _Job(["STARTING", "RUNNING"])
+    assert _wait(stuck, None, str(marker), start_seconds=1.0) == NOT_STARTED and stuck.cancelled
+    marker.touch()
+    done = _Job(["RUNNING", "RUNNING", "DONE"])
+    assert _wait(done, None, str(marker), start_seconds=1.0) == "DONE" and not done.cancelled

@@ -35,7 +35,9 @@ def ev(index, kind, call, at, **payload) -> Event:
 
 
 def arrive(e: Event, source: str = "kafka://t/0", behind_ms: int = 0) -> TimestampedValue:
-    return TimestampedValue((("r1", e.payload["toolCallId"]), (*hold(source, e), behind_ms)), e.meta["wallClockMs"] / 1000)
+    """One event as the join takes a call's events of a bundle: a batch of one."""
+    ms = e.meta["wallClockMs"]
+    return TimestampedValue((("r1", e.payload["toolCallId"]), ((*hold(source, e), behind_ms, ms),)), ms / 1000)
 
 
 START = ev(0, "stream.tool_start", "c1", T0, toolName="find_volumes")
@@ -60,6 +62,32 @@ def test_in_order_events_give_one_reading():
     p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
     assert_that(dead, equal_to([]), label="dead")
+    p.run()
+
+
+def together(*events: Event, source: str = "kafka://t/0") -> TimestampedValue:
+    """A call's events of one bundle, as `ClassifyAndKeyFn` passes them on: one element."""
+    held = tuple((*hold(source, e), 0, e.meta["wallClockMs"]) for e in events)
+    return TimestampedValue((("r1", events[0].payload["toolCallId"]), held), min(h[3] for h in held) / 1000)
+
+
+def test_a_calls_events_delivered_together_read_as_delivered_one_by_one():
+    # shuffled, with copies, in one element (and a later copy and correction in another): the same
+    # reading, the same copies dropped, as when each arrives alone
+    late = ev(7, "tools.absent", "c1", T0 + 0.003, toolName="find_volumes", iteration=2, checked=["archive"])
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([together(END_PLAIN, START, ABSENT, START, END_PLAIN)])
+        .advance_watermark_to(T0 + 60)
+        .add_elements([together(ABSENT, late)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
+    assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes"),
+                                   ("c1", 1, "ran", "declared-absent", True, "find_volumes")]), label="readings")
+    assert_that(dead, equal_to([]), label="dead")
+    assert_that(fixes, equal_to([(-1, 1, 0)] * 3), label="fixes")
     p.run()
 
 
@@ -283,3 +311,21 @@ def test_the_key_record_coder_round_trips_every_field():
         encoded = coder.encode(record)
         assert len(encoded) == 33 and coder.decode(encoded) == record
     assert coder.is_deterministic()
+
+
+def test_classify_and_key_passes_a_calls_events_of_a_bundle_on_together():
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, stamp
+
+    other = ev(0, "stream.tool_start", "c2", T0 + 1, toolName="find_volumes")
+    items = [stamp("kafka://t/0", e)[0] for e in (START, ABSENT, other, END)]
+    with beam.Pipeline(runner=FnApiRunner()) as p:
+        keyed = (p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused"))[KEYED]
+        summary = keyed | beam.Map(lambda kv: (kv[0][1], sorted(h[0] for h in kv[1]), sorted(h[3] for h in kv[1])))
+        times = keyed | "Times" >> beam.Map(lambda kv, t=beam.DoFn.TimestampParam: (kv[0][1], t.micros // 1000))
+        assert_that(summary, equal_to([
+            ("c1", ["stream.tool_end", "stream.tool_start", "tools.absent"], [T0 * 1000, T0 * 1000 + 2, T0 * 1000 + 4]),
+            ("c2", ["stream.tool_start"], [T0 * 1000 + 1000]),
+        ]), label="together")
+        assert_that(times, equal_to([("c1", T0 * 1000), ("c2", T0 * 1000 + 1000)]), label="at the earliest time")

@@ -60,6 +60,7 @@ class KafkaSpec:
     rewind_ms: int = 0  # a restart reads again this much event time before the group's offsets
     max_records: int = 0  # stop after this many records (0: never; a bounded read)
     max_read_seconds: float = 0  # stop this long after the first bundle (0: never)
+    started_marker: str = ""  # a file the read creates when it first runs in a process (the launcher waits on it)
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,18 @@ def _shared_consumer(spec: KafkaSpec) -> _Shared:
         return held
 
 
+_STARTED: set[str] = set()  # the start markers this process has written
+
+
+def _mark_started(path: str) -> None:
+    """Create `path` (the read runs): the launcher waits on it to know the runner started the read."""
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError:  # a worker that cannot see the launcher's folder: the launcher then waits it out
+        logging.getLogger(__name__).warning("could not write the read's start marker %s", path)
+
+
 class _ReadKafkaFn(beam.DoFn):
     def __init__(self) -> None:
         self.records = Metrics.counter("kafka_read", "records")
@@ -328,6 +341,9 @@ class _ReadKafkaFn(beam.DoFn):
             ManualWatermarkEstimator.default_provider()
         ),
     ) -> Iterable[Any]:
+        if spec.started_marker and spec.started_marker not in _STARTED:
+            _STARTED.add(spec.started_marker)
+            _mark_started(spec.started_marker)
         start: KafkaPositions = tracker.current_restriction()
         positions = {p.partition: p for p in start.partitions}
         now_ms = int(time.time() * 1000)

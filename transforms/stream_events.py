@@ -5,8 +5,9 @@ Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
          `file://` replay) and the stateful join (`transforms.stream_join`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
-Emits:   `ClassifyAndKeyFn`: keyed call events (`KEYED`: `(type, held bytes, behind_ms)`), dead-letter rows
-         (`DEAD`) and every event's partial run counts (`COUNTS`).
+Emits:   `ClassifyAndKeyFn`: keyed call events, a call's events of one bundle together (`KEYED`:
+         `((run_id, call_id), ((type, held bytes, behind_ms, event_ms), ...))` at the earliest
+         of their times), dead-letter rows (`DEAD`) and every event's partial run counts (`COUNTS`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Iterable
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.transforms.window import TimestampedValue
+from apache_beam.transforms.window import GlobalWindow, TimestampedValue
+from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
@@ -36,6 +38,7 @@ __all__ = [
     "ReadFilesAsStreamFn",
     "ParseMessageFn",
     "ClassifyAndKeyFn",
+    "BATCH_EVENTS",
 ]
 
 KEYED = "keyed"
@@ -112,10 +115,32 @@ class ParseMessageFn(beam.DoFn):
         yield stamp_message(source, index, bytes(data or b""), time_ms, self.max_event_bytes)[0]
 
 
-class ClassifyAndKeyFn(beam.DoFn):
-    """A timestamped event → keyed call event, dead letter, and its run's partial counts."""
+#: A bundle's call events are passed on once this many are held (and at the bundle's end).
+BATCH_EVENTS = 5000
 
-    def process(self, element: Any) -> Iterable[Any]:
+
+class ClassifyAndKeyFn(beam.DoFn):
+    """A timestamped event → keyed call event, dead letter, and its run's partial counts.
+
+    A call's events of one bundle go on together, as one element: the stateful join then reads
+    and writes the call's state once for them, not once per event (on Flink each is a round trip
+    to the runner).
+    """
+
+    def start_bundle(self) -> None:
+        self._calls: dict[tuple[str, str], list[tuple[str, bytes, int, int]]] = {}
+        self._held = 0
+
+    def _batches(self) -> Iterable[tuple[tuple[str, str], tuple, int]]:
+        calls, self._calls, self._held = self._calls, {}, 0
+        for key, events in calls.items():
+            yield key, tuple(events), min(e[3] for e in events)
+
+    def finish_bundle(self) -> Iterable[Any]:
+        for key, events, first_ms in self._batches():
+            yield pvalue.TaggedOutput(KEYED, WindowedValue((key, events), first_ms / 1000, (GlobalWindow(),)))
+
+    def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterable[Any]:
         if isinstance(element, dict):  # a dead-letter row from parsing
             if element.get("run_id") is not None:
                 counts = dead_letter_counts("stream")
@@ -126,7 +151,13 @@ class ClassifyAndKeyFn(beam.DoFn):
         counts = RunCounts(format="stream")
         kind = count_event(counts, ev, call_used=True)
         if kind is CALL:
-            yield pvalue.TaggedOutput(KEYED, ((ev.run_id, ev.payload["toolCallId"]), (ev.type, encode_held(source, ev), behind_ms)))
+            key = (ev.run_id, ev.payload["toolCallId"])
+            held = (ev.type, encode_held(source, ev), behind_ms, int(timestamp.micros // 1000))
+            self._calls.setdefault(key, []).append(held)
+            self._held += 1
+            if self._held >= BATCH_EVENTS:
+                for key, events, first_ms in self._batches():
+                    yield pvalue.TaggedOutput(KEYED, TimestampedValue((key, events), first_ms / 1000))
         elif kind is not NOT_NEEDED:
             yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
         yield pvalue.TaggedOutput(COUNTS, ((ev.run_id, source), counts))

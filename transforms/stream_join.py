@@ -189,51 +189,60 @@ class _StatefulJoinFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[tuple[str, str], tuple[str, bytes, int]],
-        timestamp: Timestamp = beam.DoFn.TimestampParam,
+        element: tuple[tuple[str, str], tuple[tuple[str, bytes, int, int], ...]],
         events: Any = beam.DoFn.StateParam(EVENTS),
         state: Any = beam.DoFn.StateParam(STATE),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
         read_timer: Any = beam.DoFn.TimerParam(READ),
     ) -> Iterable[Any]:
-        (run_id, _call_id), (event_type, encoded, behind_ms) = element
+        """A call's events of one bundle `(type, held, behind_ms, event_ms)`: its state is read and
+        written once for all of them."""
+        (run_id, _call_id), batch = element
         stored: _CallState | None = state.read()
         held = stored or _FRESH
-        if held.closed or (stored is None and behind_ms > self.horizon_ms):
-            # its call was read and closed, or (nothing held for it) it came so far behind event
-            # time that any call it belonged to was closed and forgotten: past the allowed lateness
-            self.late.inc()
-            source, ev = decode_held(encoded)
-            yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
-            yield _moved(run_id, source, ev, "dead")
+        empty = stored is None  # the key holds nothing (yet)
+        added = False
+        read_ms, last, cleanup_ms = held.read_ms, held.last_ms, held.cleanup_ms
+        known: set[bytes] | None = None  # content keys of the buffered events, once read
+        for event_type, encoded, behind_ms, ts_ms in batch:
+            if held.closed or (empty and behind_ms > self.horizon_ms):
+                # its call was read and closed, or (nothing held for it) it came so far behind event
+                # time that any call it belonged to was closed and forgotten: past the allowed lateness
+                self.late.inc()
+                source, ev = decode_held(encoded)
+                yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
+                yield _moved(run_id, source, ev, "dead")
+                continue
+            if held.revision >= 0:
+                # Already read: a duplicate changes nothing; anything else is due as a correction
+                # as soon as the watermark passes it (its declarations' grace, for a tool_end).
+                source, ev = decode_held(encoded)
+                key = content_key(ev)
+                if known is None:
+                    known = {content_key(decode_held(b)[1]) for b in events.read()}
+                if key in known:
+                    self.duplicates.inc()
+                    yield _moved(run_id, source, ev, "not-needed")
+                    continue
+                known.add(key)
+                read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
+            elif event_type == TOOL_END:
+                read_ms = max(read_ms, ts_ms + self.grace_ms)
+            # Before the first reading duplicates are kept and dropped when it is made (one pass).
+            events.add(encoded)
+            empty, added = False, True
+            if ts_ms > last:
+                last = ts_ms
+            due = last + self.grace_ms + self.lateness_ms
+            if due > cleanup_ms:
+                cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
+        if not added:
             return
-        ts_ms = timestamp.micros // 1000
-        read_ms = held.read_ms
-        if held.revision >= 0:
-            # Already read: a duplicate changes nothing; anything else is due as a correction
-            # as soon as the watermark passes it (its declarations' grace, for a tool_end).
-            source, ev = decode_held(encoded)
-            key = content_key(ev)
-            if any(content_key(decode_held(b)[1]) == key for b in events.read()):
-                self.duplicates.inc()
-                yield _moved(run_id, source, ev, "not-needed")
-                return
-            read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
-        elif event_type == TOOL_END:
-            read_ms = max(read_ms, ts_ms + self.grace_ms)
-        # Before the first reading duplicates are kept and dropped when it is made (one pass).
-        events.add(encoded)
-        last = held.last_ms if held.last_ms > ts_ms else ts_ms
-        cleanup_ms = held.cleanup_ms
-        due = last + self.grace_ms + self.lateness_ms
-        if due > cleanup_ms:
-            cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
-        now = _CallState(held.revision, last, cleanup_ms, read_ms, False)
         if read_ms != held.read_ms:
             read_timer.set(Timestamp(micros=read_ms * 1000))
         if cleanup_ms != held.cleanup_ms:
             cleanup_timer.set(Timestamp(micros=cleanup_ms * 1000))
-        state.write(now)
+        state.write(_CallState(held.revision, last, cleanup_ms, read_ms, False))
 
     @on_timer(READ)
     def on_read(
@@ -333,8 +342,8 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 
 class StatefulCallJoin(beam.PTransform):
-    """Keyed call events `((run_id, call_id), (type, encode_held(source, Event), behind_ms))` → readings rows
-    (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
+    """A call's events, several at once, `((run_id, call_id), ((type, encode_held(source, Event),
+    behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
 
     def __init__(
         self,
@@ -355,5 +364,7 @@ class StatefulCallJoin(beam.PTransform):
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
-        keyed.element_type = typehints.KV[typehints.Tuple[str, str], typehints.Tuple[str, bytes, int]]
+        keyed.element_type = typehints.KV[
+            typehints.Tuple[str, str], typehints.Tuple[typehints.Tuple[str, bytes, int, int], ...]
+        ]
         return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings")
