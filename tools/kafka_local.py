@@ -75,6 +75,19 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id (base64url of a UUID) that does not start with '-'.
+
+    kafka-storage's argument parser takes an id starting with '-' for an option and fails
+    ("argument --cluster-id/-t: expected one argument"), about one format in 64; Kafka's own
+    id generator skips such ids the same way.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 class BrokerError(RuntimeError):
     pass
 
@@ -195,7 +208,7 @@ log.retention.ms=-1
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_config()
         if not (self.workdir / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = new_cluster_id()
             fmt = subprocess.run(
                 self._java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
                                "-c", str(self.workdir / "server.properties")),
