@@ -63,6 +63,15 @@ def test_no_resume_starts_without_it(tmp_path):
     assert latest_checkpoint(tmp_path / "_state" / "checkpoints") is None  # gone: never resumed later
 
 
+def test_bundles_close_after_200_ms_unless_the_user_says_otherwise(tmp_path):
+    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:
+        assert "--max_bundle_time_mills=200" in session.beam_args
+    given = list(REMOTE) + ["--max_bundle_time_mills=1000"]
+    with FlinkSession(_args(tmp_path / "b"), given) as session:
+        bundle = [a for a in session.beam_args if a.startswith("--max_bundle_time_mills")]
+        assert bundle == ["--max_bundle_time_mills=1000"]
+
+
 def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
     with FlinkSession(_args(tmp_path), list(REMOTE)):
         pass  # notes this job's source and settings
