@@ -49,6 +49,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
 
+from .memory import give_back_memory
+
 
 __all__ = [
     "WriteTable",
@@ -289,16 +291,36 @@ class _WriteShardFn(beam.DoFn):
     def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
         (table, shard, shards), batches = item
         name = part_name(shard, shards)
-        arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
-        if copies:
-            arrow = without_copies(table, arrow, copies)
-        arrow = sort_arrow(table, arrow).combine_chunks()  # the unsorted table is let go before the write
+        arrow = _sorted_shard(table, batches, copies or [])
         key = self.partitions.get(table)
         if key is None:
-            yield write_arrow_file(FileSystems.join(self.directory, table, name), arrow)
-            return
-        for folder, rows in partitions_of(arrow, key):  # Hive layout: one file per shard and value
-            yield write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
+            paths = [write_arrow_file(FileSystems.join(self.directory, table, name), arrow)]
+        else:  # Hive layout: one file per shard and value
+            paths = [write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
+                     for folder, rows in partitions_of(arrow, key)]
+        del arrow
+        give_back_memory()  # the next shard's rows do not come on top of this one's in the resident size
+        return paths
+
+
+def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> pa.Table:
+    """A shard's batches as one sorted table (`sort_arrow`'s order, one chunk per column).
+
+    The unsorted columns are let go one by one as their sorted copies are made, so the
+    shard is held about once, not three times (Arrow's `take` on a table of many chunks
+    first joins each column's chunks, then copies it in order)."""
+    arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
+    if copies:
+        arrow = without_copies(table, arrow, copies)
+    if arrow.num_rows <= 1:
+        return arrow.combine_chunks()
+    keys = [(k, "ascending", "at_start") for k in SORT_KEYS[table]]
+    order = pc.sort_indices(arrow, options=pc.SortOptions(sort_keys=keys))
+    schema, columns = arrow.schema, []
+    while arrow.num_columns:
+        columns.append(arrow.column(0).take(order))
+        arrow = arrow.remove_column(0)
+    return pa.Table.from_arrays(columns, schema=schema).combine_chunks()
 
 
 _LENGTH = struct.Struct("<Q")
