@@ -307,8 +307,9 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
     """A shard's batches as one sorted table (`sort_arrow`'s order, one chunk per column).
 
     The unsorted columns are let go one by one as their sorted copies are made, so the
-    shard is held about once, not three times (Arrow's `take` on a table of many chunks
-    first joins each column's chunks, then copies it in order)."""
+    shard is held about once, plus twice its largest column, not three times (Arrow's
+    `take` on a table of many chunks joins each column's chunks, then copies it in order,
+    while the chunks are still held)."""
     arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
     if copies:
         arrow = without_copies(table, arrow, copies)
@@ -318,9 +319,13 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
     order = pc.sort_indices(arrow, options=pc.SortOptions(sort_keys=keys))
     schema, columns = arrow.schema, []
     while arrow.num_columns:
-        columns.append(arrow.column(0).take(order))
+        column = arrow.column(0)
         arrow = arrow.remove_column(0)
-    return pa.Table.from_arrays(columns, schema=schema).combine_chunks()
+        whole = column.combine_chunks()  # `take` on chunks would join them too, beside the chunks and the copy
+        del column
+        columns.append(whole.take(order))
+        del whole
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 _LENGTH = struct.Struct("<Q")
