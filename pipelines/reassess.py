@@ -177,7 +177,8 @@ def build_pipeline(
         | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
         | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1, spread)
     )
-    readings_shards: Any = shards or (listed | "ReadingsShards" >> _ShardsBySize())
+    shards_by_size = listed | "ReadingsShards" >> _ShardsBySize()
+    readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     # --- end of listing ---
     documents = read["documents"]
@@ -216,7 +217,10 @@ def build_pipeline(
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
     partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
     write_spill = None if spill is None else os.path.join(spill, "tables")
-    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions)
+    # The dead letters, one file per BYTES_PER_SHARD of input as the readings by default, are batched in fixed
+    # buckets where they are made (the read stage waits for no count) and merged into those files by the writer.
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
+                                          merged={"dead_letters": shards_by_size})
 
 
 def shards_for(total_bytes: int) -> int:

@@ -67,6 +67,7 @@ __all__ = [
     "ipc_to_table",
     "without_copies",
     "partitions_of",
+    "BUCKETS",
 ]
 
 #: Rows per Arrow batch sent through the shuffle (fewer when their bytes pass `BATCH_BYTES`).
@@ -354,6 +355,11 @@ class WriteTables(beam.PTransform):
     shard and bundle, and only the files' names cross the `GroupByKey`, which the local runner
     would otherwise hold whole in memory.
     `partitions`: `{table: key}` writes that table Hive-partitioned (`partitions_of`).
+    `merged`: `{table: PCollection of one number}`, a table whose number of files the job works
+    out as it runs but that is made where nothing should wait for that number (the read stage's
+    dead letters): its rows are batched into `BUCKETS` fixed buckets (`shard_of` with `BUCKETS`),
+    and after the `GroupByKey` the buckets are merged into the number's shards (bucket % shards)
+    by a second `GroupByKey` of the buckets' batches (with `spill`, of their files' names).
     """
 
     def __init__(
@@ -363,6 +369,7 @@ class WriteTables(beam.PTransform):
         copies: beam.PCollection | None = None,
         spill: str | None = None,
         partitions: dict[str, str] | None = None,
+        merged: dict[str, beam.PCollection] | None = None,
     ) -> None:
         super().__init__()
         self.directory = directory
@@ -370,6 +377,7 @@ class WriteTables(beam.PTransform):
         self.shards = dict(shards or {})
         self.copies = copies
         self.partitions = dict(partitions or {})
+        self.merged = dict(merged or {})
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
         shards = {table: self.shards.get(table, 1) for table in tables}
@@ -378,7 +386,7 @@ class WriteTables(beam.PTransform):
             parts = list(rows) if isinstance(rows, (tuple, list)) else [rows]
             for i, part in enumerate(parts):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
-                n = shards[table]
+                n = BUCKETS if table in self.merged else shards[table]
                 if isinstance(n, beam.PCollection):
                     batch = beam.ParDo(_BatchRowsFn(table, 1, self.spill), shards=beam.pvalue.AsSingleton(n))
                 else:
@@ -386,11 +394,59 @@ class WriteTables(beam.PTransform):
                 batches.append(part | label >> batch)
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
         side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
-        return (
-            batched
-            | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side)
+        grouped = batched | "GroupShard" >> beam.GroupByKey()
+        merged = [t for t in tables if t in self.merged]
+        if not merged:
+            return grouped | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side)
+        split = grouped | "SplitBuckets" >> beam.ParDo(_SplitBucketsFn(merged)).with_outputs(*merged, main="shards")
+        shard_groups = [
+            split[table] | f"ShardOf-{table}" >> beam.Map(_shard_of_bucket, beam.pvalue.AsSingleton(self.merged[table]))
+            for table in merged
+        ]
+        buckets = tuple(shard_groups) | "AllBuckets" >> beam.Flatten() if len(shard_groups) > 1 else shard_groups[0]
+        merged_shards = (
+            buckets
+            | "GroupBuckets" >> beam.GroupByKey()
+            | "MergeBuckets" >> beam.Map(_merged_batches)
         )
+        return (
+            (
+                split["shards"] | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side),
+                merged_shards | "WriteMerged" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side),
+            )
+            | "AllFiles" >> beam.Flatten()
+        )
+
+
+#: The fixed buckets of a table whose number of files is known only after its rows are batched (`merged`).
+BUCKETS = 64
+
+
+class _SplitBucketsFn(beam.DoFn):
+    """Grouped batches: a `merged` table's buckets on the table's own output, any other shard on the main one."""
+
+    def __init__(self, merged: list[str]) -> None:
+        self.merged = frozenset(merged)
+
+    def process(self, item: tuple[tuple[str, int, int], Iterable[Any]]) -> Iterable[Any]:
+        (table, _shard, _shards), _batches = item
+        if table in self.merged:
+            yield beam.pvalue.TaggedOutput(table, item)
+        else:
+            yield item
+
+
+def _shard_of_bucket(item: tuple[tuple[str, int, int], Iterable[Any]], shards: int) -> tuple[tuple[str, int, int], list]:
+    """A bucket's batches keyed by the shard that takes them: bucket % shards, of `shards` files."""
+    (table, bucket, _buckets), batches = item
+    shards = max(1, shards)
+    return (table, bucket % shards, shards), list(batches)
+
+
+def _merged_batches(item: tuple[tuple[str, int, int], Iterable[list]]) -> tuple[tuple[str, int, int], list]:
+    """A shard's buckets (each a list of batches) → the shard's batches."""
+    key, buckets = item
+    return key, [batch for bucket in buckets for batch in bucket]
 
 
 class WriteTable(beam.PTransform):
