@@ -1,6 +1,7 @@
 """Gives a process's freed memory back to the system: Arrow's allocator and C's `malloc`.
 
-Role: called by the table writer (`transforms.write`) after each file it writes. A
+Role: called by the table writer (`transforms.write`) after each file it writes (Arrow's
+pool alone also after each column it sorts). A
 shard's rows are held whole while it is sorted and written (hundreds of MB for the
 largest tables of a multi-GB input), then freed; both allocators keep freed pages
 for later use, so without this the next shard's memory comes on top of the last one's
@@ -18,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["give_back_memory"]
+__all__ = ["give_back_memory", "release_arrow_memory"]
 
 
 def _malloc_trim() -> Any:
@@ -35,8 +36,13 @@ def _malloc_trim() -> Any:
 _TRIM = _malloc_trim()
 
 
+def release_arrow_memory() -> None:
+    """Return the freed memory of Arrow's default pool to the system (under a microsecond when there is none)."""
+    pa.default_memory_pool().release_unused()
+
+
 def give_back_memory() -> None:
     """Return the freed memory of Arrow's default pool and of `malloc` to the system (best effort)."""
-    pa.default_memory_pool().release_unused()
+    release_arrow_memory()
     if _TRIM is not None:
         _TRIM(0)

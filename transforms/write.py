@@ -49,7 +49,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
 
-from .memory import give_back_memory
+from .memory import give_back_memory, release_arrow_memory
 
 
 __all__ = [
@@ -310,7 +310,9 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
     The unsorted columns are let go one by one as their sorted copies are made, so the
     shard is held about once, plus twice its largest column, not three times (Arrow's
     `take` on a table of many chunks joins each column's chunks, then copies it in order,
-    while the chunks are still held)."""
+    while the chunks are still held). Arrow's allocator is asked to give each freed column
+    back at once: it would keep the pages, and the resident size would not come down.
+    (A 148 MiB `dead_letters` shard of the 5 GB bench, alone: peak RSS 668 → 568 MiB.)"""
     arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
     if copies:
         arrow = without_copies(table, arrow, copies)
@@ -324,8 +326,10 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
         arrow = arrow.remove_column(0)
         whole = column.combine_chunks()  # `take` on chunks would join them too, beside the chunks and the copy
         del column
+        release_arrow_memory()  # else Arrow's allocator keeps the chunks' pages for itself
         columns.append(whole.take(order))
         del whole
+        release_arrow_memory()
     return pa.Table.from_arrays(columns, schema=schema)
 
 
