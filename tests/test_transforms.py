@@ -294,3 +294,16 @@ def test_rows_become_the_same_arrow_tables_as_from_pylist():
     # A row without some column gets a null there, as from_pylist gives.
     short = [{k: v for k, v in r.items() if k != "session_id"} for r in rows["readings"][:3]]
     assert rows_to_arrow("readings", short).equals(pa.Table.from_pylist(short, schema=TABLES["readings"]))
+
+
+def test_a_shard_sorted_column_by_column_equals_the_table_sorted_whole():
+    rows = [
+        {"source_file": f"f{i % 4}.json", "event_index": (i * 7) % 23, "run_id": None if i % 5 == 0 else f"r{i % 3}",
+         "reason": "not-json", "detail": "d", "raw": "x" * (i % 9)}
+        for i in range(300)
+    ]
+    batches = [write_mod.rows_to_ipc("dead_letters", rows[i:i + 37]) for i in range(0, len(rows), 37)]
+    whole = write_mod.sort_arrow("dead_letters", pa.concat_tables([write_mod.ipc_to_table(b) for b in batches]))
+    shard = write_mod._sorted_shard("dead_letters", batches, [])
+    assert shard.equals(whole.combine_chunks())
+    assert shard.schema == whole.schema and all(c.num_chunks == 1 for c in shard.columns)

@@ -24,6 +24,10 @@ shuffle, so it costs nothing upstream). Their `readings` and `dead_letters`
 rows are not written and their `runs` rows count every event as not needed;
 with no pair (the usual case) the tables are written as they come.
 
+`WriteTables(..., merged={"dead_letters": count})` writes a table in as many files as a
+number the job works out as it runs, without making the steps that make its rows wait for
+it: rows are batched by `BUCKETS` fixed buckets, merged into the files after the shuffle.
+
 `WriteTables(..., partitions={"readings": "ended_date"})` writes a table in
 Hive layout (`readings/ended_date=2026-11-30/part-SSSSS-of-NNNNN.parquet`):
 each shard's sorted rows are cut by the value, so the files stay deterministic.
