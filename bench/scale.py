@@ -7,7 +7,8 @@
 `stream`) is generated under --work, `footprint-audit reassess` (the real CLI, Beam's local
 runner, `--workers N`) is run once on it, and the whole process tree's RSS (launcher and
 every worker) is sampled every 20 ms; the figures are its peak, events/s by wall clock and
-by CPU seconds (the tree's, from `RUSAGE_CHILDREN`), and at `--baseline-at` the tables are
+by CPU seconds (the tree's, from `RUSAGE_CHILDREN`), the tree's peak PSS beside it (every
+0.25 s; it counts the forked workers' shared pages once), and at `--baseline-at` the tables are
 compared row for row with the plain-Python baseline's (`bench/baseline.py`). Each input is
 deleted after its run. Run it with `nice`, once: the 5 GB run takes a while.
 
@@ -42,20 +43,23 @@ from bench.generate import generate, parse_size, write_declarations  # noqa: E40
 MiB = 1 << 20
 
 
-def _tree_rss(ps) -> int:
+def _tree_rss(ps, pss: bool = False) -> int:
+    """The RSS of the process tree, added up (each forked worker's shared pages counted again);
+    with `pss`, its PSS instead (shared pages divided among the processes sharing them)."""
     import psutil
 
     total = 0
     for p in [ps] + ps.children(recursive=True):
         try:
-            total += p.memory_info().rss
+            total += p.memory_full_info().pss if pss else p.memory_info().rss
         except psutil.Error:
             pass
     return total
 
 
 def run_cli(args: list[str]) -> dict:
-    """One `reassess` run: wall and CPU seconds of its process tree, peak RSS of the tree, exit code."""
+    """One `reassess` run: wall and CPU seconds of its process tree, peak RSS of the tree (and, sampled
+    less often, peak PSS: the target is judged on the RSS sum), exit code."""
     import psutil
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,10 +68,14 @@ def run_cli(args: list[str]) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
-    peak = 0
+    peak = peak_pss = 0
+    next_pss = 0.0
     while proc.poll() is None:
         try:
             peak = max(peak, _tree_rss(ps))
+            if time.perf_counter() >= next_pss:  # reading smaps costs more: PSS every 0.25 s
+                peak_pss = max(peak_pss, _tree_rss(ps, pss=True))
+                next_pss = time.perf_counter() + 0.25
         except psutil.Error:
             pass
         time.sleep(0.02)
@@ -75,7 +83,7 @@ def run_cli(args: list[str]) -> dict:
     err = proc.stderr.read().decode() if proc.stderr else ""
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"code": proc.returncode, "wall": wall, "cpu": cpu, "peak_rss": peak, "stderr": err[-2000:]}
+    return {"code": proc.returncode, "wall": wall, "cpu": cpu, "peak_rss": peak, "peak_pss": peak_pss, "stderr": err[-2000:]}
 
 
 def run_baseline(inp: str, out: str, decl: str) -> dict:
@@ -108,7 +116,8 @@ def streams(args: argparse.Namespace) -> int:
                "wall_s": round(res["wall"], 1), "cpu_s": round(res["cpu"], 1),
                "events_per_s_wall": round(counts["events"] / res["wall"]),
                "events_per_s_cpu": round(counts["events"] / res["cpu"]),
-               "peak_rss_mib": round(res["peak_rss"] / MiB)}
+               "peak_rss_mib": round(res["peak_rss"] / MiB), "peak_pss_mib": round(res["peak_pss"] / MiB),
+               "load_avg": [round(x, 1) for x in os.getloadavg()]}
         if args.baseline_at and text == args.baseline_at:
             base = run_baseline(str(inp), str(base_out), decl)
             row["baseline_peak_rss_mib"] = round(base["peak_rss"] / MiB)

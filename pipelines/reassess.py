@@ -66,6 +66,7 @@ from footprint_audit.transforms.apply_readers import ApplyReaders
 from footprint_audit.transforms.reading_rows import READER_VERSION
 from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.spill_counts import SpillLineRunRows
 from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.write import WriteTables
@@ -165,7 +166,8 @@ def build_pipeline(
     size, worked out as the job runs). `spread`: hand the listed files out to the
     workers (a reshuffle). Off only for the local runner with one worker, where it
     would move the list for nothing. `spill`: a local folder for the join's spill files
-    (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`);
+    (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`),
+    the streams' run counts (`transforms.spill_counts`) and the writer's batches;
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
     `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
@@ -175,7 +177,8 @@ def build_pipeline(
         | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
         | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1, spread)
     )
-    readings_shards: Any = shards or (listed | "ReadingsShards" >> _ShardsBySize())
+    shards_by_size = listed | "ReadingsShards" >> _ShardsBySize()
+    readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     # --- end of listing ---
     documents = read["documents"]
@@ -189,11 +192,11 @@ def build_pipeline(
         join_stream = SpillJoinEventStream(keyed[join_mod.FACTS], spill, max_partition_bytes)
     joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> join_stream
     # --- end of the keyed join ---
-    stream_runs = (
-        (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
-        | "AllStreamCounts" >> beam.Flatten()
-        | "LineRunRows" >> LineRunRows()
-    )
+    stream_counts = (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
+    if spill is None:
+        stream_runs = stream_counts | "AllStreamCounts" >> beam.Flatten() | "LineRunRows" >> LineRunRows()
+    else:  # the local runner would hold every partial count in the launcher
+        stream_runs = stream_counts | "LineRunRows" >> SpillLineRunRows(os.path.join(spill, "counts"))
 
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
@@ -214,7 +217,10 @@ def build_pipeline(
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
     partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
     write_spill = None if spill is None else os.path.join(spill, "tables")
-    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions)
+    # The dead letters, one file per BYTES_PER_SHARD of input as the readings by default, are batched in fixed
+    # buckets where they are made (the read stage waits for no count) and merged into those files by the writer.
+    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
+                                          merged={"dead_letters": shards_by_size})
 
 
 def shards_for(total_bytes: int) -> int:

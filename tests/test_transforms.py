@@ -208,6 +208,43 @@ def test_write_table_writes_sorted_deterministic_shards(tmp_path):
         assert part == sorted(part, key=lambda r: (r["source_file"], r["event_index"]))
 
 
+def _dead_rows(n: int) -> list[dict]:
+    return [
+        {"source_file": f"f{i % 17}.json", "event_index": i, "run_id": None, "reason": "not-json", "detail": "d", "raw": "x" * i}
+        for i in range(n)
+    ]
+
+
+def _write_merged(out, rows: list[dict], shards: int | None, spill: str | None = None) -> dict[str, bytes]:
+    """`dead_letters` written by `WriteTables`, merged from fixed buckets into `shards` files (None: not merged)."""
+    with pipeline() as p:
+        made = p | "Rows" >> beam.Create(rows)
+        merged = None if shards is None else {"dead_letters": p | "Count" >> beam.Create([shards])}
+        _ = {"dead_letters": made, "runs": p | "NoRuns" >> beam.Create([])} | write_mod.WriteTables(str(out), spill=spill, merged=merged)
+    return {f.name: f.read_bytes() for f in sorted((out / "dead_letters").glob("*.parquet"))}
+
+
+def test_a_merged_table_is_bucketed_where_made_and_written_in_the_count_of_files_the_job_works_out(tmp_path):
+    rows = _dead_rows(200)
+    plain = _write_merged(tmp_path / "plain", rows, None)
+    assert list(plain) == ["part-00000-of-00001.parquet"]
+    # One file: the same bytes as the one shard written directly (a small output keeps its one file).
+    assert _write_merged(tmp_path / "one", rows, 1) == plain
+    assert _write_merged(tmp_path / "one-spilled", rows, 1, str(tmp_path / "spill-1")) == plain
+    three = _write_merged(tmp_path / "three", rows, 3)
+    assert list(three) == [write_mod.part_name(i, 3) for i in range(3)]
+    assert _write_merged(tmp_path / "three-spilled", rows, 3, str(tmp_path / "spill-3")) == three
+    import pyarrow.parquet as pq
+
+    for name in three:
+        shard = int(name[5:10])
+        part = pq.read_table(tmp_path / "three" / "dead_letters" / name).to_pylist()
+        assert part == sorted(part, key=lambda r: (r["source_file"], r["event_index"]))
+        # bucket % shards: with 64 buckets and 3 files, the bucket of the first sort key decides the file
+        assert {write_mod.shard_of("dead_letters", r, write_mod.BUCKETS) % 3 for r in part} == {shard}
+    assert sorted(r["event_index"] for r in load_table(tmp_path / "three", "dead_letters")) == list(range(200))
+
+
 def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeypatch):
     monkeypatch.setattr(write_mod, "BATCH_ROWS", 7)
     rows = [
@@ -257,3 +294,16 @@ def test_rows_become_the_same_arrow_tables_as_from_pylist():
     # A row without some column gets a null there, as from_pylist gives.
     short = [{k: v for k, v in r.items() if k != "session_id"} for r in rows["readings"][:3]]
     assert rows_to_arrow("readings", short).equals(pa.Table.from_pylist(short, schema=TABLES["readings"]))
+
+
+def test_a_shard_sorted_column_by_column_equals_the_table_sorted_whole():
+    rows = [
+        {"source_file": f"f{i % 4}.json", "event_index": (i * 7) % 23, "run_id": None if i % 5 == 0 else f"r{i % 3}",
+         "reason": "not-json", "detail": "d", "raw": "x" * (i % 9)}
+        for i in range(300)
+    ]
+    batches = [write_mod.rows_to_ipc("dead_letters", rows[i:i + 37]) for i in range(0, len(rows), 37)]
+    whole = write_mod.sort_arrow("dead_letters", pa.concat_tables([write_mod.ipc_to_table(b) for b in batches]))
+    shard = write_mod._sorted_shard("dead_letters", batches, [])
+    assert shard.equals(whole.combine_chunks())
+    assert shard.schema == whole.schema and all(c.num_chunks == 1 for c in shard.columns)
