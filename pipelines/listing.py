@@ -11,7 +11,7 @@ Role:    the job's graph holds the patterns only, never the file list, so it sta
          error. Each file becomes one `(name bytes, size)` element: the OS's bytes of
          its name (`os.fsencode`, so a name that is not UTF-8 crosses Beam's coders
          intact) and its size; a file named by several patterns is listed once.
-Emits:   `(bytes, int)` per input file, spread over the workers when `spread`.
+Emits:   `(bytes, int)` per input file (`pipelines.reassess` spreads them over the workers).
 """
 
 from __future__ import annotations
@@ -51,16 +51,13 @@ def _first(item: tuple[bytes, object]) -> tuple[bytes, int]:
 class ListInputs(beam.PTransform):
     """`--input` patterns (a PCollection of str) → `(name bytes, size)` of each input file."""
 
-    def __init__(self, output: str | None, several: bool, spread: bool) -> None:
+    def __init__(self, output: str | None, several: bool) -> None:
         super().__init__()
         self.output = output
         self.several = several
-        self.spread = spread
 
     def expand(self, patterns: beam.PCollection) -> beam.PCollection:
         files = patterns | "ListEachPattern" >> beam.ParDo(_ListPatternFn(self.output))
         if self.several:  # a file two patterns name is read once
             files = files | "OncePerFile" >> beam.GroupByKey() | "OneSize" >> beam.Map(_first)
-        if self.spread:
-            files = files | "SpreadFiles" >> beam.Reshuffle()
         return files

@@ -172,12 +172,16 @@ def build_pipeline(
     `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
     # --- listing on the workers ---
-    listed = (
+    files = (
         p
         | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
-        | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1, spread)
+        | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1)
     )
-    shards_by_size = listed | "ReadingsShards" >> _ShardsBySize()
+    # The readings' file count is summed from the listing before it is spread, so with workers it is
+    # ready when the read stage starts, and the readings are batched there (one stage, in parallel)
+    # instead of waiting for it whole in the launcher.
+    shards_by_size = files | "ReadingsShards" >> _ShardsBySize()
+    listed = files | "SpreadFiles" >> beam.Reshuffle() if spread else files
     readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     # --- end of listing ---
