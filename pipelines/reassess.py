@@ -76,6 +76,7 @@ from . import manifest as manifest_mod
 from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs
+from .background import Background
 from .listing import ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
@@ -403,7 +404,10 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
         else:
             _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
-    # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
+    # The manifest's sizes and hashes of a local output's inputs are worked out in a forked child
+    # beside the job (a core the launcher leaves idle while it builds the job), and the pool's
+    # workers are made, all before Beam starts a thread (pipelines.workers says why).
+    hashing = Background(lambda: _listed(args.input, target.out)) if listed is None and target.local else None
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     spill = None
     try:
@@ -436,8 +440,8 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             incremental.read_increment(plan, listed.names, target.out, target.staging, execute_files,
                                        None if args.no_progress else _say)
         if target.local:
-            if listed is None:  # after the job: the files it read, for the manifest
-                listed = _listed(args.input, target.out)
+            if listed is None:  # the files the job read, for the manifest
+                listed = hashing.result() if hashing is not None else _listed(args.input, target.out)
             manifest_mod.stage_manifest(target.staging, plan.read if plan else listed.names, listed.sizes,
                                         listed.hashes, plan.increment if plan else 1, READER_VERSION,
                                         declarations, args.declarations, plan.manifest if plan else [])
@@ -456,6 +460,8 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         _say(f"the job failed{where} and nothing was published: {failure_sentence(exc)}")
         return 1
     finally:
+        if hashing is not None:
+            hashing.close()
         if pool is not None:
             pool.close()
         if spill is not None:

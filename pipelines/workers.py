@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow  # noqa: F401 - its threads start at import, before `_IMPORT_THREADS` is taken
 
-__all__ = ["WorkerPool", "cores", "default_workers", "can_fork", "WORKERS_ENV"]
+__all__ = ["WorkerPool", "cores", "default_workers", "can_fork", "die_with_parent", "WORKERS_ENV"]
 
 #: Environment variable giving `--workers`' default (else every core of this machine).
 WORKERS_ENV = "FOOTPRINT_AUDIT_WORKERS"
@@ -96,7 +96,7 @@ def can_fork() -> bool:
     return not any(_thread_name(t).startswith(_GRPC_THREADS) for t in now)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this process when its parent dies (no orphans after a crash or SIGKILL)."""
     try:
         import ctypes
@@ -148,7 +148,7 @@ def _forked_worker(read_fd: int) -> None:
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _die_with_parent()
+        die_with_parent()
         with os.fdopen(read_fd, "rb") as f:
             assignment = f.read()
         code = _serve(assignment)
@@ -305,7 +305,7 @@ def _worker_env() -> dict[str, str]:
 def _spawned_main() -> int:
     """A spawned worker: import what the job's steps use while the launcher builds the job, then serve."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
+    die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
     import footprint_audit.pipelines.reassess  # noqa: F401 - the steps' modules, imported before the runner asks
 
