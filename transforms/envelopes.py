@@ -226,11 +226,21 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
             element = parse_json(_lone_surrogates_replaced(data))
         except JSONError as exc:
             return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
-    if len(data) > MAX_EVENT_DEPTH and _maybe_too_deep(data):  # fewer bytes cannot hold that many brackets
+    if len(data) > MAX_EVENT_DEPTH and _maybe_too_deep(data) and not _writes_back(element):
         depth = _depth_over(element)
         if depth is not None:
             return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
     return check_envelope(element, index, source_file, data, where=where)
+
+
+def _writes_back(element: Any) -> bool:
+    """True when orjson writes `element` back: it refuses more than `MAX_EVENT_DEPTH` levels, so
+    then nothing nests too deep (and the walk of `_depth_over` is left out)."""
+    try:
+        orjson.dumps(element)
+    except (TypeError, orjson.JSONEncodeError):  # too deep, or an integer beyond 64 bits: walked
+        return False
+    return True
 
 
 def _plain_event(element: Any, index: int) -> Event | None:
