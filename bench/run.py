@@ -18,6 +18,9 @@ Benchmarks (`--only` picks some):
 * `stream`    — the same on JSON Lines / SSE event streams (one GroupByKey);
 * `stateful`  — the streaming stateful join (`transforms.stream_join`)
                  through TestStream on the local streaming runner (events/s);
+* `fixed`     — the job's fixed cost: the process CPU of `footprint-audit reassess
+                 --workers 1` on one small recording file, minus that of
+                 `python -c "import apache_beam"` (both whole processes, pinned);
 * `onemb`     — peak RSS of the Beam job on one run holding one 1 MB result
                  value, against the same run with a 1 KB value;
 * `big`       — (only when named, or with `--big SIZE`) peak RSS of the Beam
@@ -27,6 +30,13 @@ Events are counted from the output tables (`sum(runs.events)` plus the dead
 letters that belong to no run), the same for the baseline and Beam; MB are
 the input files' bytes on disk. The baseline's and the Beam job's tables are
 compared row for row after each pair of runs ("rows equal").
+
+The floor (`floor_parse`): the least work any Python tool does on the same bytes,
+every input file read, decompressed and parsed once with orjson (a file whole,
+else line by line). The recordings and stream rows run it, the baseline and the
+job on the big input and on a small input of the same generator (1 MB), and show
+each one's marginal cost (big minus small CPU seconds: start-up left out) over
+the floor's marginal cost ("x floor").
 
     .venv/bin/python -m bench.run                       # 100 MB inputs, 3 runs each
     .venv/bin/python -m bench.run --size 20MB --runs 5 --only recordings stream
@@ -56,7 +66,8 @@ if str(ROOT) not in sys.path:
 from bench.generate import generate, parse_size, write_declarations  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-ALL = ["readers", "recordings", "stream", "stateful", "onemb"]
+ALL = ["readers", "recordings", "stream", "stateful", "fixed", "onemb"]
+SMALL = 1_000_000  #: the small input of the marginal figures (bytes)
 
 #: the performance targets
 TARGET_READERS = 65_000  # records/s, all three readers per record
@@ -65,6 +76,10 @@ TARGET_REC_EVENTS = 60_000
 TARGET_STREAM_RATIO = 0.4
 TARGET_STATEFUL = 5_000
 TARGET_BIG_RSS = 2 << 30
+#: marginal CPU over the parse floor's (issue 18), and the fixed cost beyond `import apache_beam`
+TARGET_REC_FLOOR = 2.5
+TARGET_STREAM_FLOOR = 3.5
+TARGET_FIXED = 0.5
 
 
 # --------------------------------------------------------------------------
@@ -95,6 +110,50 @@ def _worker_baseline(args: argparse.Namespace) -> dict:
     c, t = time.process_time(), time.perf_counter()
     run_baseline([p for p, _ in inputs], args.output, decl, shards)
     return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}
+
+
+def floor_parse(paths: list[str]) -> int:
+    """The floor: each file read, gzip / zstd undone, and parsed once with orjson (whole, else
+    line by line; an SSE `data:` line without its field name). Returns the values parsed."""
+    import gzip
+
+    import orjson
+    import zstandard
+
+    loads, error = orjson.loads, orjson.JSONDecodeError
+    n = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        elif data[:4] == b"\x28\xb5\x2f\xfd":
+            data = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True).read()
+        try:
+            loads(data)
+            n += 1
+            continue
+        except error:
+            pass
+        for line in data.split(b"\n"):
+            if line[:5] == b"data:":
+                line = line[5:]
+            if line.strip():
+                try:
+                    loads(line)
+                    n += 1
+                except error:
+                    pass
+    return n
+
+
+def _worker_floor(args: argparse.Namespace) -> dict:
+    from bench.baseline import list_inputs
+
+    paths = [p for p, _ in list_inputs(args.input)]
+    c, t = time.process_time(), time.perf_counter()
+    values = floor_parse(paths)
+    return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "values": values}
 
 
 def _worker_beam(args: argparse.Namespace) -> dict:
@@ -195,7 +254,8 @@ def _worker_stateful(args: argparse.Namespace) -> dict:
     return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "events": len(elements), "readings": readings}
 
 
-WORKERS = {"readers": _worker_readers, "baseline": _worker_baseline, "beam": _worker_beam, "stateful": _worker_stateful}
+WORKERS = {"readers": _worker_readers, "baseline": _worker_baseline, "beam": _worker_beam, "stateful": _worker_stateful,
+           "floor": _worker_floor}
 
 
 def _vm_hwm() -> int:
@@ -341,7 +401,7 @@ class Table:
         print("  " + " | ".join(str(c) for c in cells), file=sys.stderr, flush=True)
 
     def render(self) -> str:
-        head = ["benchmark", "input", "median CPU s", "events/s", "MB/s", "peak RSS", "ratio", "target", "met"]
+        head = ["benchmark", "input", "median CPU s", "events/s", "MB/s", "peak RSS", "ratio", "x floor", "target", "met"]
         rows = [head] + self.rows
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -350,15 +410,20 @@ class Table:
 
 
 def bench_pair(table: Table, layout: str, pattern: str, decl: str, runs: int, cpu: int,
-               target_ratio: float, target_events: int | None, label: str) -> dict:
+               target_ratio: float, target_events: int | None, label: str, small: str | None = None,
+               target_floor: float | None = None) -> dict:
+    """Baseline and Beam alternated on `pattern`; with `small` (the same generator's small input)
+    also the floor on both, and the baseline and Beam on the small one, for the marginal ratios."""
     size = input_bytes(pattern)
-    res: dict[str, list[dict]] = {"baseline": [], "beam": []}
+    kinds = ("floor", "baseline", "beam") if small else ("baseline", "beam")
+    res: dict[str, list[dict]] = {k: [] for k in kinds}
+    res_small: dict[str, list[dict]] = {k: [] for k in kinds}
     equal = True
     counts = None
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         for i in range(runs):
             outs = {}
-            for kind in ("baseline", "beam"):
+            for kind in kinds:
                 out = os.path.join(tmp, f"{kind}-{i}")
                 r = spawn(kind, cpu, input=pattern, output=out, declarations=decl)
                 res[kind].append(r)
@@ -369,22 +434,79 @@ def bench_pair(table: Table, layout: str, pattern: str, decl: str, runs: int, cp
                 equal = same_tables(cb["tables"], cm["tables"]) and cb["events"] == cm["events"]
             for o in outs.values():
                 shutil.rmtree(o, ignore_errors=True)
+            if small:
+                for kind in kinds:
+                    out = os.path.join(tmp, f"small-{kind}-{i}")
+                    res_small[kind].append(spawn(kind, cpu, input=small, output=out, declarations=decl))
+                    shutil.rmtree(out, ignore_errors=True)
     events = counts["events"]
     med = {k: statistics.median(_secs(r) for r in v) for k, v in res.items()}
     wall = {k: statistics.median(r["seconds"] for r in v) for k, v in res.items()}
     rss = {k: max(r["peak_rss"] for r in v) for k, v in res.items()}
-    rate = {k: events / med[k] for k in med}
+    rate = {k: events / med[k] for k in med if k != "floor"}
     ratio = rate["beam"] / rate["baseline"]
+    marginal: dict[str, float] = {}
+    over: dict[str, float] = {}
+    if small:
+        med_small = {k: statistics.median(_secs(r) for r in v) for k, v in res_small.items()}
+        marginal = {k: med[k] - med_small[k] for k in kinds}
+        over = {k: marginal[k] / marginal["floor"] for k in kinds}
     desc = f"{size / 1e6:,.0f} MB, {events:,} ev"
+    x = (lambda k: f"{over[k]:.2f}") if small else (lambda k: "")  # noqa: E731
+    if small:
+        table.add(f"{label}: parse floor", desc, f"{med['floor']:.2f}", f"{events / med['floor']:,.0f}",
+                  f"{size / 1e6 / med['floor']:.1f}", _fmt_rss(rss["floor"]), "", x("floor"), "", "")
     table.add(f"{label}: baseline", desc, f"{med['baseline']:.2f}", f"{rate['baseline']:,.0f}",
-              f"{size / 1e6 / med['baseline']:.1f}", _fmt_rss(rss["baseline"]), "1.00", "", "")
+              f"{size / 1e6 / med['baseline']:.1f}", _fmt_rss(rss["baseline"]), "1.00", x("baseline"), "", "")
     target = f">= {target_ratio}x" + (f", >= {target_events:,}/s" if target_events else "")
     met = ratio >= target_ratio and (target_events is None or rate["beam"] >= target_events)
+    if small and target_floor:
+        target += f", <= {target_floor}x floor"
+        met = met and over["beam"] <= target_floor
     table.add(f"{label}: Beam", desc, f"{med['beam']:.2f}", f"{rate['beam']:,.0f}",
-              f"{size / 1e6 / med['beam']:.1f}", _fmt_rss(rss["beam"]), f"{ratio:.2f}", target,
+              f"{size / 1e6 / med['beam']:.1f}", _fmt_rss(rss["beam"]), f"{ratio:.2f}", x("beam"), target,
               ("yes" if met else "NO") + ("" if equal else " (rows differ!)"))
     return {"events": events, "bytes": size, "median_cpu": med, "median_wall": wall, "rate": rate, "ratio": ratio,
-            "rss": rss, "equal": equal, "runs": {k: [(_secs(r), r["seconds"]) for r in v] for k, v in res.items()}}
+            "marginal_cpu": marginal, "over_floor": over,
+            "rss": rss, "equal": equal, "runs": {k: [(_secs(r), r["seconds"]) for r in v] for k, v in res.items()},
+            "small_runs": {k: [_secs(r) for r in v] for k, v in res_small.items()}}
+
+
+def _process_cpu(cmd: list[str], cpu: int) -> float:
+    """User + system CPU seconds of one whole process (`cmd`, pinned to `cpu`), from `wait4`."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if hasattr(os, "sched_setaffinity") else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pin)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode:
+        raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{err[-3000:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_fixed(table: Table, data: Path, args: argparse.Namespace) -> dict:
+    """The job's fixed cost: `reassess --workers 1` on one small recording file, as a whole
+    process, minus `python -c "import apache_beam"`; the two alternated, medians of `--runs`."""
+    folder, decl = dataset("recordings", SMALL, args.seed, data)
+    one = data / "onefile"
+    shutil.rmtree(one, ignore_errors=True)
+    one.mkdir()
+    first = sorted(Path(folder).rglob("run-*.json"))[0]  # a whole recording (the bad files are tiny)
+    shutil.copy(first, one / first.name)
+    job, imp = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-fixed-") as tmp:
+        for i in range(max(args.runs, 3)):
+            imp.append(_process_cpu([sys.executable, "-c", "import apache_beam"], args.cpu))
+            job.append(_process_cpu([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(one),
+                                     "--output", os.path.join(tmp, f"o{i}"), "--declarations", decl, "--workers", "1",
+                                     "--no-progress", "--quiet"], args.cpu))
+    med_job, med_imp = statistics.median(job), statistics.median(imp)
+    fixed = med_job - med_imp
+    table.add("fixed cost: reassess on one file", f"{first.stat().st_size:,} B", f"{med_job:.2f}", "", "", "",
+              f"import apache_beam {med_imp:.2f} s", f"+{fixed:.2f} s", f"<= +{TARGET_FIXED} s",
+              "yes" if fixed <= TARGET_FIXED else "NO")
+    return {"job": job, "import_beam": imp, "fixed": fixed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,16 +541,19 @@ def main(argv: list[str] | None = None) -> int:
         rate = args.readers_n / med
         results["readers"] = {"rate": rate, "runs": [r["seconds"] for r in rs]}
         table.add("readers, all three per record", f"{args.readers_n:,} records", f"{med:.2f}", f"{rate:,.0f} rec/s", "",
-                  _fmt_rss(max(r["peak_rss"] for r in rs)), "", f">= {TARGET_READERS:,} rec/s",
+                  _fmt_rss(max(r["peak_rss"] for r in rs)), "", "", f">= {TARGET_READERS:,} rec/s",
                   "yes" if rate >= TARGET_READERS else "NO")
     if "recordings" in only:
         pattern, decl = dataset("recordings", size, args.seed, data)
+        small, _ = dataset("recordings", SMALL, args.seed, data)
         results["recordings"] = bench_pair(table, "recordings", pattern, decl, args.runs, args.cpu,
-                                           TARGET_REC_RATIO, TARGET_REC_EVENTS, "reassess, recording files")
+                                           TARGET_REC_RATIO, TARGET_REC_EVENTS, "reassess, recording files",
+                                           small, TARGET_REC_FLOOR)
     if "stream" in only:
         pattern, decl = dataset("stream", size, args.seed, data)
+        small, _ = dataset("stream", SMALL, args.seed, data)
         results["stream"] = bench_pair(table, "stream", pattern, decl, args.runs, args.cpu,
-                                       TARGET_STREAM_RATIO, None, "reassess, JSON Lines/SSE")
+                                       TARGET_STREAM_RATIO, None, "reassess, JSON Lines/SSE", small, TARGET_STREAM_FLOOR)
     if "stateful" in only:
         pattern, _decl = dataset("stream", min(size, parse_size("20MB")), args.seed, data)
         rs = [spawn("stateful", args.cpu, input=pattern, n=args.stateful_n) for _ in range(args.runs)]
@@ -437,8 +562,10 @@ def main(argv: list[str] | None = None) -> int:
         rate = events / med
         results["stateful"] = {"rate": rate, "events": events, "readings": rs[0]["readings"], "runs": [r["seconds"] for r in rs]}
         table.add("stateful streaming join (TestStream)", f"{events:,} keyed ev", f"{med:.2f}", f"{rate:,.0f}", "",
-                  _fmt_rss(max(r["peak_rss"] for r in rs)), "", f">= {TARGET_STATEFUL:,}/s",
+                  _fmt_rss(max(r["peak_rss"] for r in rs)), "", "", f">= {TARGET_STATEFUL:,}/s",
                   "yes" if rate >= TARGET_STATEFUL else "NO")
+    if "fixed" in only:
+        results["fixed"] = bench_fixed(table, data, args)
     if "onemb" in only:
         results["onemb"] = bench_onemb(table, data, args)
     if "big" in only:
@@ -453,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         secs = _secs(r)
         table.add("reassess, recording files: Beam memory", f"{nbytes / 1e6:,.0f} MB, {counts['events']:,} ev",
                   f"{secs:.1f}", f"{counts['events'] / secs:,.0f}", f"{nbytes / 1e6 / secs:.1f}",
-                  _fmt_rss(r["peak_rss"]), "", "peak RSS < 2 GiB", "yes" if r["peak_rss"] < TARGET_BIG_RSS else "NO")
+                  _fmt_rss(r["peak_rss"]), "", "", "peak RSS < 2 GiB", "yes" if r["peak_rss"] < TARGET_BIG_RSS else "NO")
     print()
     print(table.render())
     if args.json:
@@ -497,7 +624,7 @@ def bench_onemb(table: Table, data: Path, args: argparse.Namespace) -> dict:
         times = delta / 1e6
         out[f"{kind}_delta_over_value"] = times
         table.add(f"one 1 MB result value: {label} peak RSS", "1 run, 1 MB value", "", "", "",
-                  _fmt_rss(peaks[f"{kind}-large"]), f"+{delta / 2**20:.1f} MiB = {times:.1f}x the value",
+                  _fmt_rss(peaks[f"{kind}-large"]), f"+{delta / 2**20:.1f} MiB = {times:.1f}x the value", "",
                   "a few x" if kind == "beam" else "", ("yes" if times <= 5 else "NO") if kind == "beam" else "")
     return out
 

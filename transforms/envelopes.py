@@ -174,6 +174,9 @@ def check_envelope(
     names the element in the detail; `run_hint` is the run the file itself
     names, used for a dead letter whose element does not name its run.
     """
+    event = _plain_event(element, index)
+    if event is not None:
+        return event
     where = where or f"Event {index}"
     own_run = _string_run_id(element.get("meta")) if type(element) is dict else None
     problem = _envelope_problem(element)
@@ -210,16 +213,48 @@ def _too_large(source_file: str, index: int, where: str, size: int, cap: int, ra
 
 
 def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
-    """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size)."""
+    """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size).
+
+    orjson first: text it reads holds no lone surrogate escape (it refuses them), so the
+    rewrite would leave it as it is, and `parse_json` would give orjson's value. Only text
+    it refuses goes through the rewrite and `parse_json`'s exact path.
+    """
     try:
-        element = parse_json(_lone_surrogates_replaced(data))
-    except JSONError as exc:
-        return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
-    if _maybe_too_deep(data):
+        element = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            element = parse_json(_lone_surrogates_replaced(data))
+        except JSONError as exc:
+            return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
+    if len(data) > MAX_EVENT_DEPTH and _maybe_too_deep(data) and not _writes_back(element):
         depth = _depth_over(element)
         if depth is not None:
             return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
     return check_envelope(element, index, source_file, data, where=where)
+
+
+def _writes_back(element: Any) -> bool:
+    """True when orjson writes `element` back: it refuses more than `MAX_EVENT_DEPTH` levels, so
+    then nothing nests too deep (and the walk of `_depth_over` is left out)."""
+    try:
+        orjson.dumps(element)
+    except (TypeError, orjson.JSONEncodeError):  # too deep, or an integer beyond 64 bits: walked
+        return False
+    return True
+
+
+def _plain_event(element: Any, index: int) -> Event | None:
+    """The `Event` of an envelope that passes every check of `check_envelope` (the common case), else None."""
+    if type(element) is not dict:
+        return None
+    event_type, payload, meta = element.get("type"), element.get("payload"), element.get("meta")
+    if type(event_type) is not str or type(payload) is not dict or type(meta) is not dict:
+        return None
+    run_id = meta.get("runId")
+    short = short_type(event_type)
+    if type(run_id) is not str or not run_id or not short:
+        return None
+    return Event(index, short, payload, meta)
 
 
 def _too_deep(source_file: str, index: int | None, where: str, depth: int, raw: bytes, run_id: str | None = None) -> DeadLetter:

@@ -40,23 +40,31 @@ class _Line:
     size: int
 
 
-def _physical_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[_Line]:
-    """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line."""
+def _physical_lines(stream: BinaryIO, max_line_bytes: int, counter: _CountingLines | None = None) -> Iterator[_Line]:
+    """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line.
+
+    `counter`, when given, is told the number of the next line before each line is handed out.
+    """
     number = 0
+    cap = max_line_bytes + 2
+    readline = stream.readline
     while True:
-        line = stream.readline(max_line_bytes + 2)
+        line = readline(cap)
         if not line:
             return
-        size = len(line)
-        if not line.endswith(b"\n") and size == max_line_bytes + 2:
-            size += _drain_line(stream)
+        if line[-1:] == b"\n":  # the common case: a whole line
+            line = line[:-2] if line[-2:] == b"\r\n" else line[:-1]
+            size = len(line)
+        elif len(line) == cap:
+            size = cap + _drain_line(stream)
             line = line[:RAW_KEEP_BYTES]
-        else:
-            line = line.rstrip(b"\n")
-            line = line[:-1] if line.endswith(b"\r") else line
+        else:  # the last line, without an end of line
+            line = line[:-1] if line[-1:] == b"\r" else line
             size = len(line)
         if number == 0 and line.startswith(UTF8_BOM):
             line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
+        if counter is not None:
+            counter.next_number = number + 1
         yield _Line(number, line, size)
         number += 1
 
@@ -173,10 +181,9 @@ class _CountingLines:
     """`_physical_lines` that remembers the number of the next line (for read errors)."""
 
     def __init__(self, stream: BinaryIO, max_event_bytes: int) -> None:
-        self._lines = _physical_lines(stream, max_event_bytes)
+        self._stream = stream
+        self._max = max_event_bytes
         self.next_number = 0
 
     def __iter__(self) -> Iterator[_Line]:
-        for line in self._lines:
-            self.next_number = line.number + 1
-            yield line
+        return _physical_lines(self._stream, self._max, self)
