@@ -302,14 +302,16 @@ def test_stream_source_uris_are_checked():
         raise AssertionError(bad)
 
 
-def test_the_key_record_coder_round_trips_every_field():
+def test_the_key_record_coder_round_trips_every_field_and_the_events():
+    from footprint_audit.transforms.held import encode_held
     from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder
 
     coder = _CallStateCoder()
+    held = (encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000)
     for record in (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
-                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False)):
+                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, held)):
         encoded = coder.encode(record)
-        assert len(encoded) == 33 and coder.decode(encoded) == record
+        assert len(encoded) == 33 + sum(4 + len(b) for b in record.events) and coder.decode(encoded) == record
     assert coder.is_deterministic()
 
 
