@@ -30,6 +30,11 @@ Per key (event time throughout):
   its run's counts move it from "used" to "dead letters"); after that the key
   holds nothing, and an event that arrives that far behind the source's
   watermark (`behind_ms`) is `late` on arrival.
+
+State: one cell per key, the call's record and its events together (`_CallState`), so each
+element (a call's events of one bundle) and each timer reads it once and writes it once; on
+Flink every read and every commit is a blocking round trip to the runner. The tombstone ends
+on its own timer (FORGET), which clears the cell without reading it.
 """
 
 from __future__ import annotations
