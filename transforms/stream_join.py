@@ -79,10 +79,23 @@ from .held import decode_held
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "COUNT_FIXES", "event_order", "content_key", "order_call_events"]
+__all__ = [
+    "StatefulCallJoin",
+    "DEAD_LETTERS",
+    "COUNT_FIXES",
+    "STATE_LAYOUT",
+    "event_order",
+    "content_key",
+    "order_call_events",
+]
 
 DEAD_LETTERS = "dead_letters"
 COUNT_FIXES = "count_fixes"
+
+#: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
+#: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
+#: (before it was noted); 2: one cell per call.
+STATE_LAYOUT = 2
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each.
