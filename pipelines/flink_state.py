@@ -28,6 +28,8 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from footprint_audit.transforms.stream_join import STATE_LAYOUT
+
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
 from .errors import UsageError
 from .flink_local import JobServer, JobServerError
@@ -108,12 +110,20 @@ def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None)
     """Refuse (one sentence) to resume a checkpoint written by a job with another source or
     settings, and note this job's for the next start (`STATE_DIR/job.json`)."""
     note = state / "job.json"
-    mine = {name: getattr(args, name, None) for name in _SAME_JOB}
+    mine: dict[str, Any] = {name: getattr(args, name, None) for name in _SAME_JOB}
+    mine["join_state"] = STATE_LAYOUT
     if restore is not None and note.exists():
         try:
             theirs = json.loads(note.read_text())
         except (OSError, ValueError):
             theirs = {}
+        if isinstance(theirs, dict) and theirs.get("join_state", 1) != STATE_LAYOUT:
+            # its join's state is kept in another layout (an earlier version): resumed, the calls in
+            # flight would be silently lost
+            raise UsageError(
+                f"{state} holds the checkpoint of a job whose join keeps its state in another layout (another "
+                "version of footprint-audit): give --no-resume (or another --state-dir) to start without it"
+            )
         differ = [name for name in _SAME_JOB if name in theirs and theirs[name] != mine[name]]
         if differ:
             flags = ", ".join(f"--{name.replace('_', '-')} {theirs[name]}" for name in differ)

@@ -84,6 +84,30 @@ def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
         assert s.restored is None
 
 
+def test_a_checkpoint_whose_join_state_has_another_layout_is_refused_in_one_sentence(tmp_path):
+    import json
+
+    from footprint_audit.transforms.stream_join import STATE_LAYOUT
+
+    with FlinkSession(_args(tmp_path), list(REMOTE)):
+        pass
+    note = tmp_path / "_state" / "job.json"
+    assert json.loads(note.read_text())["join_state"] == STATE_LAYOUT
+    _checkpoint(tmp_path, "b" * 32, 2)
+    with FlinkSession(_args(tmp_path), list(REMOTE)) as s:  # the same layout: resumed
+        assert s.restored is not None
+    # an earlier version's note (no layout: a record cell and an events bag) is refused
+    theirs = json.loads(note.read_text())
+    del theirs["join_state"]
+    note.write_text(json.dumps(theirs))
+    with pytest.raises(UsageError) as refused:
+        with FlinkSession(_args(tmp_path), list(REMOTE)):
+            pass
+    assert "another layout" in str(refused.value) and "--no-resume" in str(refused.value)
+    with FlinkSession(_args(tmp_path, no_resume=True), list(REMOTE)) as s:
+        assert s.restored is None
+
+
 def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(tmp_path, monkeypatch):
     newest = _checkpoint(tmp_path, "b" * 32, 2)
     started = {}

@@ -202,6 +202,29 @@ def test_an_event_past_the_allowed_lateness_is_a_late_dead_letter():
     p.run()
 
 
+def test_a_tombstone_catches_late_events_until_its_time_is_up_then_the_key_holds_nothing():
+    """Cleanup (grace + lateness after the last event) releases the events and leaves a tombstone:
+    an event for the call is then `late`, not a new call. One allowed lateness later the tombstone
+    is cleared: the key holds nothing, and an on-time event for it starts afresh."""
+    again_start = ev(5, "stream.tool_start", "c1", T0 + 1300, toolName="find_volumes")
+    again_end = ev(6, "stream.tool_end", "c1", T0 + 1300.004, result=[])
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([together(START, END_PLAIN)])
+        .advance_watermark_to(T0 + 700)  # read at T0 + 30, closed at T0 + 640: a tombstone
+        .add_elements([arrive(ABSENT)])
+        .advance_watermark_to(T0 + 1290)  # the tombstone ended at T0 + 1240
+        .add_elements([together(again_start, again_end)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
+    assert_that(summary, equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes")] * 2), label="readings")
+    assert_that(dead, equal_to([("late", 1)]), label="dead")
+    assert_that(fixes, equal_to([(-1, 0, 1)]), label="fixes")
+    p.run()
+
+
 def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     p, summary, dead, fixes = readings_of(ts)
@@ -302,14 +325,16 @@ def test_stream_source_uris_are_checked():
         raise AssertionError(bad)
 
 
-def test_the_key_record_coder_round_trips_every_field():
+def test_the_key_record_coder_round_trips_every_field_and_the_events():
+    from footprint_audit.transforms.held import encode_held
     from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder
 
     coder = _CallStateCoder()
+    held = (encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000)
     for record in (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
-                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False)):
+                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, held)):
         encoded = coder.encode(record)
-        assert len(encoded) == 33 and coder.decode(encoded) == record
+        assert len(encoded) == 33 + sum(4 + len(b) for b in record.events) and coder.decode(encoded) == record
     assert coder.is_deterministic()
 
 

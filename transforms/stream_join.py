@@ -30,6 +30,11 @@ Per key (event time throughout):
   its run's counts move it from "used" to "dead letters"); after that the key
   holds nothing, and an event that arrives that far behind the source's
   watermark (`behind_ms`) is `late` on arrival.
+
+State: one cell per key, the call's record and its events together (`_CallState`), so each
+element (a call's events of one bundle) and each timer reads it once and writes it once; on
+Flink every read and every commit is a blocking round trip to the runner. The tombstone ends
+on its own timer (FORGET), which clears the cell without reading it.
 """
 
 from __future__ import annotations
@@ -42,11 +47,10 @@ from typing import Any, Callable, Iterable, NamedTuple
 import apache_beam as beam
 import orjson
 from apache_beam import pvalue, typehints
-from apache_beam.coders import BytesCoder, Coder
+from apache_beam.coders import Coder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import (
-    BagStateSpec,
     ReadModifyWriteStateSpec,
     TimerSpec,
     on_timer,
@@ -75,10 +79,23 @@ from .held import decode_held
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
-__all__ = ["StatefulCallJoin", "DEAD_LETTERS", "COUNT_FIXES", "event_order", "content_key", "order_call_events"]
+__all__ = [
+    "StatefulCallJoin",
+    "DEAD_LETTERS",
+    "COUNT_FIXES",
+    "STATE_LAYOUT",
+    "event_order",
+    "content_key",
+    "order_call_events",
+]
 
 DEAD_LETTERS = "dead_letters"
 COUNT_FIXES = "count_fixes"
+
+#: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
+#: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
+#: (before it was noted); 2: one cell per call.
+STATE_LAYOUT = 2
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each.
@@ -131,25 +148,43 @@ def order_call_events(held: Iterable[bytes]) -> tuple[list[tuple[str, Event]], l
 
 
 class _CallState(NamedTuple):
-    """What a key keeps besides its events: one small record, read and written once per event."""
+    """All a key keeps, in one state cell: the call's record and its buffered events together, so
+    an element or a timer reads it once and writes it once (one round trip each on Flink)."""
 
     revision: int = -1  # the last reading's revision (-1: not read yet)
     last_ms: int = 0  # the latest event time seen
     cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid)
     read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
-    closed: bool = False  # read and cleared: a tombstone until its timer ends it
+    closed: bool = False  # read and cleared: a tombstone until its FORGET timer ends it
+    events: tuple[bytes, ...] = ()  # encode_held(source, Event), in arrival order (copies until the first reading)
 
 
 class _CallStateCoder(Coder):
-    """`_CallState` as 33 fixed bytes (struct): cheaper than pickling it once per event and timer."""
+    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then each held event as its
+    length (4 bytes) and its bytes. Cheaper than pickling it once per element and timer."""
 
     _LAYOUT = struct.Struct("<qqqq?")
+    _LEN = struct.Struct("<I")
 
     def encode(self, value: _CallState) -> bytes:
-        return self._LAYOUT.pack(*value)
+        parts = [self._LAYOUT.pack(*value[:5])]
+        pack = self._LEN.pack
+        for held in value.events:
+            parts.append(pack(len(held)))
+            parts.append(held)
+        return b"".join(parts)
 
     def decode(self, encoded: bytes) -> _CallState:
-        return _CallState._make(self._LAYOUT.unpack(encoded))
+        head = self._LAYOUT.size
+        events = []
+        view, pos, end = memoryview(encoded), head, len(encoded)
+        unpack = self._LEN.unpack_from
+        while pos < end:
+            (n,) = unpack(view, pos)
+            pos += 4
+            events.append(bytes(view[pos : pos + n]))
+            pos += n
+        return _CallState(*self._LAYOUT.unpack_from(encoded), tuple(events))
 
     def is_deterministic(self) -> bool:
         return True
@@ -161,10 +196,11 @@ def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
 
 
 class _StatefulJoinFn(beam.DoFn):
-    EVENTS = BagStateSpec("events", BytesCoder())  # encode_held(source, Event)
-    STATE = ReadModifyWriteStateSpec("state", _CallStateCoder())
+    # One cell per key (record + events): each element and each timer is one read and one write.
+    CALL = ReadModifyWriteStateSpec("call", _CallStateCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
-    CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # release the events; later, end the tombstone
+    CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # read what is unread, release the events
+    FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstone's time is up: clear, no read
 
     def __init__(
         self,
@@ -190,8 +226,7 @@ class _StatefulJoinFn(beam.DoFn):
     def process(
         self,
         element: tuple[tuple[str, str], tuple[tuple[str, bytes, int, int], ...]],
-        events: Any = beam.DoFn.StateParam(EVENTS),
-        state: Any = beam.DoFn.StateParam(STATE),
+        state: Any = beam.DoFn.StateParam(CALL),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
         read_timer: Any = beam.DoFn.TimerParam(READ),
     ) -> Iterable[Any]:
@@ -201,9 +236,9 @@ class _StatefulJoinFn(beam.DoFn):
         stored: _CallState | None = state.read()
         held = stored or _FRESH
         empty = stored is None  # the key holds nothing (yet)
-        added = False
+        added: list[bytes] = []
         read_ms, last, cleanup_ms = held.read_ms, held.last_ms, held.cleanup_ms
-        known: set[bytes] | None = None  # content keys of the buffered events, once read
+        known: set[bytes] | None = None  # content keys of the buffered events, once decoded
         for event_type, encoded, behind_ms, ts_ms in batch:
             if held.closed or (empty and behind_ms > self.horizon_ms):
                 # its call was read and closed, or (nothing held for it) it came so far behind event
@@ -219,7 +254,7 @@ class _StatefulJoinFn(beam.DoFn):
                 source, ev = decode_held(encoded)
                 key = content_key(ev)
                 if known is None:
-                    known = {content_key(decode_held(b)[1]) for b in events.read()}
+                    known = {content_key(decode_held(b)[1]) for b in held.events}
                 if key in known:
                     self.duplicates.inc()
                     yield _moved(run_id, source, ev, "not-needed")
@@ -229,8 +264,8 @@ class _StatefulJoinFn(beam.DoFn):
             elif event_type == TOOL_END:
                 read_ms = max(read_ms, ts_ms + self.grace_ms)
             # Before the first reading duplicates are kept and dropped when it is made (one pass).
-            events.add(encoded)
-            empty, added = False, True
+            added.append(encoded)
+            empty = False
             if ts_ms > last:
                 last = ts_ms
             due = last + self.grace_ms + self.lateness_ms
@@ -242,35 +277,30 @@ class _StatefulJoinFn(beam.DoFn):
             read_timer.set(Timestamp(micros=read_ms * 1000))
         if cleanup_ms != held.cleanup_ms:
             cleanup_timer.set(Timestamp(micros=cleanup_ms * 1000))
-        state.write(_CallState(held.revision, last, cleanup_ms, read_ms, False))
+        state.write(_CallState(held.revision, last, cleanup_ms, read_ms, False, held.events + tuple(added)))
 
     @on_timer(READ)
     def on_read(
         self,
         key: Any = beam.DoFn.KeyParam,
-        events: Any = beam.DoFn.StateParam(EVENTS),
-        state: Any = beam.DoFn.StateParam(STATE),
+        state: Any = beam.DoFn.StateParam(CALL),
     ) -> Iterable[Any]:
         held: _CallState | None = state.read()
         if held is None or held.closed or not held.read_ms:
             return
-        rows = yield from self._read(key, events, held)
-        state.write(held._replace(revision=held.revision + (1 if rows else 0), read_ms=0))
+        rows, kept = yield from self._read(key, held)
+        state.write(held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, events=kept))
 
     @on_timer(CLEANUP)
     def on_cleanup(
         self,
         key: Any = beam.DoFn.KeyParam,
         fire: Timestamp = beam.DoFn.TimestampParam,
-        events: Any = beam.DoFn.StateParam(EVENTS),
-        state: Any = beam.DoFn.StateParam(STATE),
-        cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
+        state: Any = beam.DoFn.StateParam(CALL),
+        forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
         held: _CallState | None = state.read()
-        if held is None:
-            return
-        if held.closed:
-            state.clear()  # the tombstone's time is up: the key holds nothing now
+        if held is None or held.closed:
             return
         if held.revision < 0 or held.read_ms:
             # Not read yet, or a correction still pending (timers of one key may fire in any
@@ -278,35 +308,42 @@ class _StatefulJoinFn(beam.DoFn):
             # with what is known (outcome unknown); events that make no call at all (no
             # tool_start or tool_end ever came for them: the call was closed earlier, or never
             # began) are dead letters, never dropped.
-            rows = yield from self._read(key, events, held)
+            rows, kept = yield from self._read(key, held)
             if not rows and held.revision < 0:
                 # no tool_start or tool_end ever came: the events make no call, and count as not
                 # needed, as `reassess` counts them
-                _positioned, originals, _dups = order_call_events(events.read())
-                for source, ev in originals:
+                for encoded in kept:
+                    source, ev = decode_held(encoded)
                     yield _moved(key[0], source, ev, "not-needed")
-        events.clear()
+        # the events are released; the record stays as a tombstone for one more allowed lateness
         state.write(_CLOSED)
-        cleanup_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
+        forget_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
 
-    def _read(self, key: tuple[str, str], events: Any, held: _CallState) -> Any:
+    @on_timer(FORGET)
+    def on_forget(self, state: Any = beam.DoFn.StateParam(CALL)) -> None:
+        # Only a closed key sets this timer, and nothing reopens a closed key: clear it unread.
+        state.clear()
+
+    def _read(self, key: tuple[str, str], held: _CallState) -> Any:
         """Yield the call's readings rows from its events, revision `held.revision + 1`, and return
-        them. The first reading drops the duplicates that came before it from the buffer."""
+        them with the events to keep (the first reading drops the copies that came before it)."""
         run_id, call_id = key
-        buffered = list(events.read())
+        buffered = held.events
         positioned, originals, dropped = order_call_events(buffered)
+        kept = buffered
         if dropped:
             self.duplicates.inc(dropped)
-            kept = {content_key(ev) for _s, ev in originals}
-            events.clear()
+            wanted = {content_key(ev) for _s, ev in originals}
+            keep = []
             for encoded in buffered:
                 source, ev = decode_held(encoded)
                 k = content_key(ev)
-                if k in kept:
-                    kept.discard(k)
-                    events.add(encoded)
+                if k in wanted:
+                    wanted.discard(k)
+                    keep.append(encoded)
                 else:
                     yield _moved(run_id, source, ev, "not-needed")
+            kept = tuple(keep)
         calls = join_call_events(run_id, call_id, positioned, ordered=True)
         rev = held.revision + 1
         if rev and calls:
@@ -325,7 +362,7 @@ class _StatefulJoinFn(beam.DoFn):
             row["emitted_at"] = emitted
             rows.append(row)
             yield row
-        return rows
+        return rows, kept
 
 
 _FRESH = _CallState()
