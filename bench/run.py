@@ -76,7 +76,7 @@ TARGET_REC_EVENTS = 60_000
 TARGET_STREAM_RATIO = 0.4
 TARGET_STATEFUL = 5_000
 TARGET_BIG_RSS = 2 << 30
-#: marginal CPU over the parse floor's (issue 18), and the fixed cost beyond `import apache_beam`
+#: marginal CPU over the parse floor's, and the fixed cost beyond `import apache_beam`
 TARGET_REC_FLOOR = 2.5
 TARGET_STREAM_FLOOR = 3.5
 TARGET_FIXED = 0.5
