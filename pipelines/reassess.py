@@ -178,11 +178,13 @@ def build_pipeline(
         | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
         | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1)
     )
-    # The readings' file count is summed from the listing before it is spread, so with workers it is
-    # ready when the read stage starts, and the readings are batched there (one stage, in parallel)
-    # instead of waiting for it whole in the launcher.
-    shards_by_size = files | "ReadingsShards" >> _ShardsBySize()
     listed = files | "SpreadFiles" >> beam.Reshuffle() if spread else files
+    # On the local runner (`spill` given) the readings' file count is summed from the listing before
+    # it is spread, so with workers it is ready when the read stage starts, and the readings are
+    # batched there (one stage, in parallel) instead of waiting for it whole in the launcher. On
+    # Flink and Dataflow it is summed after the spread, as the graph's shuffles were sized for
+    # (a Flink cluster's default network buffers refused the other graph at parallelism 2).
+    shards_by_size = (files if spill is not None else listed) | "ReadingsShards" >> _ShardsBySize()
     readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     # --- end of listing ---
