@@ -14,7 +14,6 @@ import orjson
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
-    EVENT_PREFIX,
     FORMAT_ENVELOPE,
     FORMAT_EVENTS_ARRAY,
     FORMAT_RECORDING,
@@ -40,6 +39,7 @@ from .envelopes import (
     _not_json_detail,
     _own_or_hint,
     _parse_utf8_safe,
+    _plain_event,
     _too_deep,
     _too_large,
     check_envelope,
@@ -57,8 +57,6 @@ __all__ = [
 ENVELOPE_FORMAT_V1 = "agentfootprint.recording.v1"
 
 REDACTION_RECORDER_ID = "agentfootprint.redaction"
-
-_EVENT_PREFIX_LEN = len(EVENT_PREFIX)
 
 
 @dataclass(slots=True)
@@ -169,22 +167,6 @@ def served_under_policy(snapshot: Any) -> bool:
     if type(recorders) is not list:
         return False
     return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
-
-
-def _plain_event(element: Any, index: int = 0) -> Event | None:
-    """The common case of `check_envelope`, fast: a well-formed envelope (at `index`), else None."""
-    if type(element) is not dict:
-        return None
-    event_type, payload, meta = element.get("type"), element.get("payload"), element.get("meta")
-    if type(event_type) is not str or type(payload) is not dict or type(meta) is not dict:
-        return None
-    run_id = meta.get("runId")
-    if type(run_id) is not str or not run_id:
-        return None
-    # `short_type`, inlined: this runs once per event.
-    if event_type.startswith(EVENT_PREFIX):
-        event_type = event_type[_EVENT_PREFIX_LEN:]
-    return Event(index, event_type, payload, meta) if event_type else None
 
 
 def _writes_whole(doc: Any) -> bool:
