@@ -225,6 +225,38 @@ def test_a_tombstone_catches_late_events_until_its_time_is_up_then_the_key_holds
     p.run()
 
 
+def test_a_runs_calls_due_in_one_cleanup_slot_close_together_and_a_moved_cleanup_is_not_closed_early():
+    """CLEANUP and FORGET timers are shared by the run's calls due at the same time: both calls that
+    end in one slot are closed by its firing, while a call whose cleanup moved on to a later slot is
+    left open by the old slot's firing (an event for it then is still taken, not `late`)."""
+    c3_start = ev(3, "stream.tool_start", "c3", T0 + 1, toolName="find_volumes")
+    c3_end = ev(4, "stream.tool_end", "c3", T0 + 1.004, result=[])
+    c2_start = ev(5, "stream.tool_start", "c2", T0, toolName="find_volumes")  # its tool_end never comes
+    c2_moved = ev(6, "tools.absent", "c2", T0 + 15, toolName="find_volumes", iteration=1, checked=["a"])
+    c2_taken = ev(7, "tools.absent", "c2", T0 + 20, toolName="find_volumes", iteration=2, checked=["b"])
+    late_c1 = ev(8, "tools.absent", "c1", T0 + 2, toolName="find_volumes", iteration=1, checked=["c"])
+    late_c3 = ev(9, "tools.absent", "c3", T0 + 2, toolName="find_volumes", iteration=1, checked=["d"])
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([together(START, END_PLAIN, c3_start, c3_end, c2_start)])
+        .advance_watermark_to(T0 + 15)
+        .add_elements([arrive(c2_moved)])  # c2's cleanup moves from T0 + 630 to T0 + 650
+        .advance_watermark_to(T0 + 635)
+        .add_elements([arrive(c2_taken)])
+        .advance_watermark_to(T0 + 700)  # c1 and c3 were closed together at T0 + 640
+        .add_elements([together(late_c1, late_c3)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
+    assert_that(summary, equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"),
+                                   ("c3", 0, "ran", "undeclared-empty", False, "find_volumes"),
+                                   ("c2", 0, "unknown", None, True, "find_volumes")]), label="readings")
+    assert_that(dead, equal_to([("late", 8), ("late", 9)]), label="dead")
+    assert_that(fixes, equal_to([(-1, 0, 1)] * 2), label="fixes")
+    p.run()
+
+
 def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     p, summary, dead, fixes = readings_of(ts)

@@ -23,7 +23,7 @@ Per call (event time throughout):
 - when READ fires the call is read and its readings emitted (revision 0); an
   event that arrives after that re-arms READ and yields a corrected reading
   (revision + 1), never a silent drop;
-- the CLEANUP timer (last event + grace + allowed lateness) reads a call whose
+- the CLEANUP timer (last event + grace + allowed lateness, on a 10 s grid) reads a call whose
   `tool_end` never came (outcome `unknown`; events with neither a `tool_start`
   nor a `tool_end` make no call and count as not needed, as in `reassess`),
   clears the buffer and leaves a small tombstone for one more allowed-lateness
@@ -33,12 +33,13 @@ Per call (event time throughout):
   watermark (`behind_ms`) is `late` on arrival.
 
 State: one cell per run, its calls' records and events together (`{call id: _CallState}`), and
-each call's timers tagged with its id. On Flink every state read and commit is a blocking round
+each call's READ timer tagged with its id (CLEANUP and FORGET with their time, shared by the
+run's calls due then). On Flink every state read and commit is a blocking round
 trip to the runner, and they were the stream's bound when a call had a key of its own: now an
 element (a run's call events of one bundle) or a timer reads the run's cell once and writes it
 once, and the run's other calls of the same bundle (a backlog's timers fire together) use the
 bundle's copy. The cost: a bundle that touches a run writes the run's whole cell, every call
-held until its cleanup (last event + grace + allowed lateness). FORGET drops the call's tombstone.
+held until its cleanup (last event + grace + allowed lateness). FORGET drops the tombstones.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from apache_beam.transforms.userstate import (
     TimerSpec,
     on_timer,
 )
-from apache_beam.utils.timestamp import Duration, Timestamp
+from apache_beam.utils.timestamp import Timestamp
 
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import (
@@ -98,11 +99,13 @@ COUNT_FIXES = "count_fixes"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
 #: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
-#: (before it was noted); 2: one cell per call; 3: one cell per run, timers tagged by call.
+#: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
+#: and FORGET by their time.
 STATE_LAYOUT = 3
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
-#: so the events of one call (seconds apart) set it once, not once each.
+#: so the events of one call (seconds apart) set it once, not once each, and the calls of a run
+#: that end close together share one CLEANUP (and later one FORGET) timer.
 CLEANUP_STEP_MS = 10_000
 
 #: Where each type stands among a call's events of the same time (docs: the canonical order
@@ -156,7 +159,8 @@ class _CallState(NamedTuple):
 
     revision: int = -1  # the last reading's revision (-1: not read yet)
     last_ms: int = 0  # the latest event time seen
-    cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid)
+    cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid);
+    # for a tombstone, when it ends
     read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
     closed: bool = False  # read and cleared: a tombstone until its FORGET timer ends it
     events: tuple[bytes, ...] = ()  # encode_held(source, Event), in arrival order (copies until the first reading)
@@ -253,6 +257,16 @@ def call_of_tag(tag: str) -> str:
     return tag[1:]
 
 
+def slot_tag(ms: int) -> str:
+    """A CLEANUP or FORGET timer's tag: the time it is set for (every call of the run due then)."""
+    return str(ms)
+
+
+def ms_of_slot(tag: str) -> int:
+    """The inverse of `slot_tag`."""
+    return int(tag)
+
+
 def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
     """A run-count correction: one event counted as used is a duplicate (`not_needed`) or `dead`."""
     return pvalue.TaggedOutput(COUNT_FIXES, ((run_id, source), moved_counts(ev, to)))
@@ -263,8 +277,10 @@ class _StatefulJoinFn(beam.DoFn):
     # writes it once, and the run's other calls of the same bundle find it in the bundle's copy.
     RUN = ReadModifyWriteStateSpec("run", _RunCellCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
+    # CLEANUP and FORGET are tagged by their time (`slot_tag`), not by call: one firing serves
+    # every call of the run due then (on the cleanup grid, a run's calls that end close together).
     CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # read what is unread, release the events
-    FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstone's time is up: drop it, no read
+    FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstones' time is up: drop them, no read
 
     def __init__(
         self,
@@ -307,11 +323,11 @@ class _StatefulJoinFn(beam.DoFn):
             after = yield from self._add(run_id, call_id, before, items)
             if after is None:
                 continue
-            tag = timer_tag(call_id)
             if after.read_ms != (before or _FRESH).read_ms:
-                read_timer.set(Timestamp(micros=after.read_ms * 1000), dynamic_timer_tag=tag)
+                read_timer.set(Timestamp(micros=after.read_ms * 1000), dynamic_timer_tag=timer_tag(call_id))
             if after.cleanup_ms != (before or _FRESH).cleanup_ms:
-                cleanup_timer.set(Timestamp(micros=after.cleanup_ms * 1000), dynamic_timer_tag=tag)
+                # (a call whose cleanup moved on leaves its old slot's timer: that firing skips it)
+                cleanup_timer.set(Timestamp(micros=after.cleanup_ms * 1000), dynamic_timer_tag=slot_tag(after.cleanup_ms))
             cell[call_id] = after
             changed = True
         if changed:
@@ -384,32 +400,33 @@ class _StatefulJoinFn(beam.DoFn):
         self,
         key: Any = beam.DoFn.KeyParam,
         tag: str = beam.DoFn.DynamicTimerTagParam,
-        fire: Timestamp = beam.DoFn.TimestampParam,
         state: Any = beam.DoFn.StateParam(RUN),
         forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
+        slot = ms_of_slot(tag)
         cell: dict[str, _CallState] = state.read() or {}
-        call_id = call_of_tag(tag)
-        held = cell.get(call_id)
-        if held is None or held.closed:
+        due = [(call_id, held) for call_id, held in cell.items() if not held.closed and held.cleanup_ms == slot]
+        if not due:
             return
-        if held.revision < 0 or held.read_ms:
-            # Not read yet, or a correction still pending (timers of one call may fire in any
-            # order when both are due): read now. A call whose tool_end never came is reported
-            # with what is known (outcome unknown); events that make no call at all (no
-            # tool_start or tool_end ever came for them: the call was closed earlier, or never
-            # began) are dead letters, never dropped.
-            rows, kept = yield from self._read(key, call_id, held)
-            if not rows and held.revision < 0:
-                # no tool_start or tool_end ever came: the events make no call, and count as not
-                # needed, as `reassess` counts them
-                for encoded in kept:
-                    source, ev = decode_held(encoded)
-                    yield _moved(key, source, ev, "not-needed")
-        # the events are released; the record stays as a tombstone for one more allowed lateness
-        cell[call_id] = _CLOSED
+        forget_ms = slot + self.lateness_ms
+        for call_id, held in due:
+            if held.revision < 0 or held.read_ms:
+                # Not read yet, or a correction still pending (timers of one call may fire in any
+                # order when both are due): read now. A call whose tool_end never came is reported
+                # with what is known (outcome unknown); events that make no call at all (no
+                # tool_start or tool_end ever came for them: the call was closed earlier, or never
+                # began) are dead letters, never dropped.
+                rows, kept = yield from self._read(key, call_id, held)
+                if not rows and held.revision < 0:
+                    # no tool_start or tool_end ever came: the events make no call, and count as not
+                    # needed, as `reassess` counts them
+                    for encoded in kept:
+                        source, ev = decode_held(encoded)
+                        yield _moved(key, source, ev, "not-needed")
+            # the events are released; the record stays as a tombstone for one more allowed lateness
+            cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
         state.write(cell)
-        forget_timer.set(fire + Duration(micros=self.lateness_ms * 1000), dynamic_timer_tag=tag)
+        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
 
     @on_timer(FORGET)
     def on_forget(
@@ -417,12 +434,14 @@ class _StatefulJoinFn(beam.DoFn):
         tag: str = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
     ) -> None:
-        # Only a closed call sets this timer, and nothing reopens a closed call: drop it.
+        # Only closed calls set this timer, and nothing reopens a closed call: drop those due.
+        slot = ms_of_slot(tag)
         cell: dict[str, _CallState] = state.read() or {}
-        if cell.pop(call_of_tag(tag), None) is None:
+        kept = {call_id: held for call_id, held in cell.items() if not (held.closed and held.cleanup_ms == slot)}
+        if len(kept) == len(cell):
             return
-        if cell:
-            state.write(cell)
+        if kept:
+            state.write(kept)
         else:
             state.clear()
 
@@ -467,7 +486,6 @@ class _StatefulJoinFn(beam.DoFn):
 
 
 _FRESH = _CallState()
-_CLOSED = _CallState(closed=True)
 
 
 def _late(source: str, ev: Event, run_id: str) -> dict:
