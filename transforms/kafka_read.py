@@ -44,6 +44,12 @@ __all__ = ["ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition"
 #: A record's offset and value are read for at most this long per bundle before the
 #: rest of the topic is handed back to the runner (which checkpoints it).
 BUNDLE_SECONDS = 1.0
+#: How long the runner waits before it resumes the rest. On Flink a stage passes its watermark on
+#: only while none of its bundles is open, and a resume with no delay (a delay under 1 s counts as
+#: none there) opens the next bundle first: the read's watermark then moved on only at checkpoints,
+#: so a backlog's calls were all read at its end. The pause is also when the worker's other stages
+#: (the join, in the same process) have it to themselves.
+RESUME_SECONDS = 1
 MAX_POLL_RECORDS = 2000
 
 
@@ -436,7 +442,7 @@ class _ReadKafkaFn(beam.DoFn):
             current = estimator.current_watermark()
             if current is None or target > current:
                 estimator.set_watermark(target)
-        tracker.defer_remainder(Duration(seconds=0 if got else 0.2))
+        tracker.defer_remainder(Duration(seconds=RESUME_SECONDS))
 
 
 def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]]) -> None:
