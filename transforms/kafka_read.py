@@ -46,9 +46,9 @@ __all__ = ["ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition"
 BUNDLE_SECONDS = 1.0
 #: How long the runner waits before it resumes the rest. On Flink a stage passes its watermark on
 #: only while none of its bundles is open, and a resume with no delay (a delay under 1 s counts as
-#: none there) opens the next bundle first: the read's watermark then moved on only at checkpoints,
-#: so a backlog's calls were all read at its end. The pause is also when the worker's other stages
-#: (the join, in the same process) have it to themselves.
+#: none there) opens the next bundle first, so the read's watermark moved on mostly when a
+#: checkpoint closed a bundle. The pause is also when the worker's other stages (the join, in the
+#: same process under LOOPBACK) have it to themselves.
 RESUME_SECONDS = 1
 MAX_POLL_RECORDS = 2000
 
