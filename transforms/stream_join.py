@@ -80,7 +80,7 @@ from footprint_audit.schemas.events import (
 
 from .accounting import moved_counts
 from .calls import join_call_events
-from .held import decode_held
+from .held import decode_held, pack_held, unpack_held
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
@@ -163,41 +163,39 @@ class _CallState(NamedTuple):
     # for a tombstone, when it ends
     read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
     closed: bool = False  # read and cleared: a tombstone until its FORGET timer ends it
-    events: tuple[bytes, ...] = ()  # encode_held(source, Event), in arrival order (copies until the first reading)
+    # encode_held(source, Event) of each event, in arrival order (copies until the first reading),
+    # packed and lz4-compressed (`held_events`): a call's events are compressed once when they come,
+    # and the run's cell is written with every bundle that touches the run
+    packed: bytes = b""
+
+
+def held_events(call: _CallState) -> list[bytes]:
+    """A call's held events (`encode_held` bytes), in arrival order."""
+    return unpack_held(call.packed) if call.packed else []
+
+
+def _with_events(events: list[bytes]) -> bytes:
+    return pack_held(events) if events else b""
 
 
 class _CallStateCoder(Coder):
-    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then each held event as its
-    length (4 bytes) and its bytes. Cheaper than pickling it once per element and timer."""
+    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then its packed events.
+    Cheaper than pickling it once per element and timer."""
 
     _LAYOUT = struct.Struct("<qqqq?")
-    _LEN = struct.Struct("<I")
 
     def encode(self, value: _CallState) -> bytes:
         return b"".join(self._parts(value))
 
     def _parts(self, value: _CallState) -> list[bytes]:
-        parts = [self._LAYOUT.pack(*value[:5])]
-        pack = self._LEN.pack
-        for held in value.events:
-            parts.append(pack(len(held)))
-            parts.append(held)
-        return parts
+        return [self._LAYOUT.pack(*value[:5]), value.packed]
 
     def decode(self, encoded: bytes) -> _CallState:
         return self._decode(memoryview(encoded), 0, len(encoded))
 
     def _decode(self, view: memoryview, pos: int, end: int) -> _CallState:
         record = self._LAYOUT.unpack_from(view, pos)
-        pos += self._LAYOUT.size
-        events = []
-        unpack = self._LEN.unpack_from
-        while pos < end:
-            (n,) = unpack(view, pos)
-            pos += 4
-            events.append(bytes(view[pos : pos + n]))
-            pos += n
-        return _CallState(*record, tuple(events))
+        return _CallState(*record, bytes(view[pos + self._LAYOUT.size : end]))
 
     def is_deterministic(self) -> bool:
         return True
@@ -358,7 +356,7 @@ class _StatefulJoinFn(beam.DoFn):
                 source, ev = decode_held(encoded)
                 key = content_key(ev)
                 if known is None:
-                    known = {content_key(decode_held(b)[1]) for b in held.events}
+                    known = {content_key(decode_held(b)[1]) for b in held_events(held)}
                 if key in known:
                     self.duplicates.inc()
                     yield _moved(run_id, source, ev, "not-needed")
@@ -377,7 +375,7 @@ class _StatefulJoinFn(beam.DoFn):
                 cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
         if not added:
             return None
-        return _CallState(held.revision, last, cleanup_ms, read_ms, False, held.events + tuple(added))
+        return _CallState(held.revision, last, cleanup_ms, read_ms, False, _with_events(held_events(held) + added))
 
     @on_timer(READ)
     def on_read(
@@ -392,7 +390,8 @@ class _StatefulJoinFn(beam.DoFn):
         if held is None or held.closed or not held.read_ms:
             return
         rows, kept = yield from self._read(key, call_id, held)
-        cell[call_id] = held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, events=kept)
+        packed = held.packed if kept is None else _with_events(kept)
+        cell[call_id] = held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, packed=packed)
         state.write(cell)
 
     @on_timer(CLEANUP)
@@ -420,7 +419,7 @@ class _StatefulJoinFn(beam.DoFn):
                 if not rows and held.revision < 0:
                     # no tool_start or tool_end ever came: the events make no call, and count as not
                     # needed, as `reassess` counts them
-                    for encoded in kept:
+                    for encoded in held_events(held) if kept is None else kept:
                         source, ev = decode_held(encoded)
                         yield _moved(key, source, ev, "not-needed")
             # the events are released; the record stays as a tombstone for one more allowed lateness
@@ -447,10 +446,11 @@ class _StatefulJoinFn(beam.DoFn):
 
     def _read(self, run_id: str, call_id: str, held: _CallState) -> Any:
         """Yield the call's readings rows from its events, revision `held.revision + 1`, and return
-        them with the events to keep (the first reading drops the copies that came before it)."""
-        buffered = held.events
+        them with the events to keep (the first reading drops the copies that came before it;
+        None: all of them)."""
+        buffered = held_events(held)
         positioned, originals, dropped = order_call_events(buffered)
-        kept = buffered
+        kept: list[bytes] | None = None
         if dropped:
             self.duplicates.inc(dropped)
             wanted = {content_key(ev) for _s, ev in originals}
@@ -463,7 +463,7 @@ class _StatefulJoinFn(beam.DoFn):
                     keep.append(encoded)
                 else:
                     yield _moved(run_id, source, ev, "not-needed")
-            kept = tuple(keep)
+            kept = keep
         calls = join_call_events(run_id, call_id, positioned, ordered=True)
         rev = held.revision + 1
         if rev and calls:
