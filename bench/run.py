@@ -169,7 +169,7 @@ def _worker_beam(args: argparse.Namespace) -> dict:
 
 
 def stateful_events(path: str, limit: int) -> list:
-    """Keyed call events `((run_id, call_id), (type, held bytes, behind_ms))` of an event-stream dataset, with event times."""
+    """Keyed call events `(run_id, ((call_id, type, held bytes, behind_ms, event_ms),))` of an event-stream dataset, with event times."""
     from apache_beam.transforms.window import TimestampedValue
 
     from bench.baseline import list_inputs
@@ -186,7 +186,7 @@ def stateful_events(path: str, limit: int) -> list:
         for item in opened[1]:
             if isinstance(item, Event) and classify_event(item) is CALL:
                 ms = item.meta.get("wallClockMs")
-                out.append(TimestampedValue(((item.run_id, item.payload["toolCallId"]), ((*hold(name, item), 0, ms),)), ms / 1000))
+                out.append(TimestampedValue((item.run_id, ((item.payload["toolCallId"], *hold(name, item), 0, ms),)), ms / 1000))
                 if len(out) >= limit:
                     return out
     return out

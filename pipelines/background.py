@@ -49,13 +49,14 @@ class Background(Generic[T]):
 
     def _start(self) -> None:
         read_fd, write_fd = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: compute, send, exit without the launcher's atexit handlers
             os.close(read_fd)
             code = 1
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-                die_with_parent()
+                die_with_parent(parent)
                 data = pickle.dumps(self._fn(), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_fd, "wb") as f:
                     f.write(data)

@@ -3,7 +3,7 @@
 Reads agentfootprint events from one `--source` — `kafka://BROKERS/TOPIC`,
 `pubsub://projects/P/subscriptions/S`, or `file://GLOB` (recorded files,
 replayed through the streaming path) — stamps each with its own
-`meta.wallClockMs`, keys call events by `(run_id, tool_call_id)`, joins each
+`meta.wallClockMs`, keys call events by run (each call by `(run_id, tool_call_id)` in it), joins each
 call in state (`transforms.stream_join`) and writes the same tables as
 `reassess` every few seconds (`transforms.stream_write`).
 

@@ -96,8 +96,13 @@ def can_fork() -> bool:
     return not any(_thread_name(t).startswith(_GRPC_THREADS) for t in now)
 
 
-def die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (no orphans after a crash or SIGKILL)."""
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask Linux to kill this process when its parent dies (no orphans after a crash or SIGKILL).
+
+    `parent`: the parent's process id, taken before the fork. Linux watches the parent this process
+    has when it asks: a parent that died between the fork and the request is never reported, so a
+    child that finds itself handed to another process already is killed here.
+    """
     try:
         import ctypes
 
@@ -105,6 +110,8 @@ def die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 #: How the project's own lines on stderr begin (progress lines: `transforms.progress.Ticker`).
@@ -143,12 +150,12 @@ def _serve(assignment: bytes) -> int:
     return 0
 
 
-def _forked_worker(read_fd: int) -> None:
+def _forked_worker(read_fd: int, parent: int) -> None:
     """The body of a forked worker: wait for its assignment, serve it, exit without the parent's atexit."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        die_with_parent()
+        die_with_parent(parent)
         with os.fdopen(read_fd, "rb") as f:
             assignment = f.read()
         code = _serve(assignment)
@@ -224,12 +231,13 @@ class WorkerPool:
 
     def _fork(self) -> _Worker:
         read_fd, write_fd = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker
             os.close(write_fd)
             for other in self._all:
                 other.release()
-            _forked_worker(read_fd)
+            _forked_worker(read_fd, parent)
         os.close(read_fd)
         return _Worker(pid, write_fd)
 

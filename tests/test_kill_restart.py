@@ -2,8 +2,11 @@
 
 - The real CLI on a larger generated input, killed at several moments (reading,
   joining, writing the staged tables): the output folder still holds the
-  previous run's tables, whole and unmixed; started again, it ends with the
-  tables of a clean run, byte for byte, and no staging left behind.
+  previous run's tables, whole and unmixed (a kill that lands as the job
+  publishes, which a fast machine reaches within the moments chosen, leaves
+  each table whole, the previous one or the new one, and a kill after it
+  published leaves the new ones); started again, it ends with the tables of a
+  clean run, byte for byte, and no staging left behind.
 - `output.publish` killed between any two of its renames (a subprocess that
   SIGKILLs itself at the k-th `os.replace`): the next job's first step
   (`clean_stale_staging`) finishes or discards the swap, so the three tables
@@ -55,6 +58,19 @@ def snapshot(out: Path) -> dict:
     return {str(p.relative_to(out)): p.read_bytes() for t in TABLES for p in (out / t).rglob("*") if p.is_file()}
 
 
+def _table(files: dict, table: str) -> dict:
+    """The files of one table in a `snapshot`."""
+    return {name: data for name, data in files.items() if name.split(os.sep, 1)[0] == table}
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of a path, None when nothing is there (a table being moved)."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
 def cli(inp: Path, out: Path, **kw) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress", "--quiet"],
@@ -78,7 +94,7 @@ def inputs(tmp_path_factory):
     return base, snapshot(clean), time.monotonic() - t0
 
 
-@pytest.mark.parametrize("when", ["early", "middle", "staged-files-exist"])
+@pytest.mark.parametrize("when", ["early", "middle", "staged-files-exist", "publishing"])
 def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_run(inputs, when, tmp_path):
     base, clean, _ = inputs
     out = tmp_path / "out"
@@ -90,12 +106,20 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
             time.sleep(1.0)
         elif when == "middle":
             time.sleep(3.0)
-        else:  # kill once the job has started writing staged Parquet files
+        else:  # kill once the job has started writing staged Parquet files, or once it has started publishing
+            readings = _inode(out / "readings")
+
+            def ready() -> bool:
+                if when == "staged-files-exist":
+                    return bool(list((out / output.STAGING).glob("*/*/*.parquet")))
+                # the swap has begun (or is done): its journal is in place, or `readings/` is another folder
+                return (out / output.STAGING / output.PUBLISHING).exists() or _inode(out / "readings") != readings
+
             deadline = time.monotonic() + 120
-            while not list((out / output.STAGING).glob("*/*/*.parquet")) and time.monotonic() < deadline:
+            while not ready() and time.monotonic() < deadline:
                 if p.poll() is not None:
                     break
-                time.sleep(0.01)
+                time.sleep(0.01 if when == "staged-files-exist" else 0.0005)
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
     finally:
@@ -103,8 +127,15 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
         p.stdout.close()
         p.stderr.close()
     if p.returncode == -signal.SIGKILL:
-        # Killed before publishing: the previous run's tables, whole, and nothing else published.
-        assert snapshot(out) == previous, when
+        after = snapshot(out)
+        if (out / output.STAGING / output.PUBLISHING).is_file():
+            # Killed while publishing (its journal names its staging): each table is the previous run's or the
+            # new one, whole, or the one being moved is in the staging folder; the restart finishes the swap.
+            for t in TABLES:
+                assert _table(after, t) in (_table(previous, t), _table(clean, t), {}), (when, t)
+        else:
+            # Killed before publishing (the previous run's tables) or after it (the new ones): never a mix.
+            assert after in (previous, clean), when
         # The lock of the killed job is left behind (stale: the kernel let go of it), and taken over below.
         assert set(os.listdir(out)) <= {*FINISHED, output.STAGING, ownership.LOCK}
     else:  # pragma: no cover - the machine finished the job before the kill

@@ -37,7 +37,7 @@ def ev(index, kind, call, at, **payload) -> Event:
 def arrive(e: Event, source: str = "kafka://t/0", behind_ms: int = 0) -> TimestampedValue:
     """One event as the join takes a call's events of a bundle: a batch of one."""
     ms = e.meta["wallClockMs"]
-    return TimestampedValue((("r1", e.payload["toolCallId"]), ((*hold(source, e), behind_ms, ms),)), ms / 1000)
+    return TimestampedValue(("r1", ((e.payload["toolCallId"], *hold(source, e), behind_ms, ms),)), ms / 1000)
 
 
 START = ev(0, "stream.tool_start", "c1", T0, toolName="find_volumes")
@@ -66,9 +66,9 @@ def test_in_order_events_give_one_reading():
 
 
 def together(*events: Event, source: str = "kafka://t/0") -> TimestampedValue:
-    """A call's events of one bundle, as `ClassifyAndKeyFn` passes them on: one element."""
-    held = tuple((*hold(source, e), 0, e.meta["wallClockMs"]) for e in events)
-    return TimestampedValue((("r1", events[0].payload["toolCallId"]), held), min(h[3] for h in held) / 1000)
+    """A run's call events of one bundle, as `ClassifyAndKeyFn` passes them on: one element."""
+    held = tuple((e.payload["toolCallId"], *hold(source, e), 0, e.meta["wallClockMs"]) for e in events)
+    return TimestampedValue(("r1", held), min(h[4] for h in held) / 1000)
 
 
 def test_a_calls_events_delivered_together_read_as_delivered_one_by_one():
@@ -225,6 +225,38 @@ def test_a_tombstone_catches_late_events_until_its_time_is_up_then_the_key_holds
     p.run()
 
 
+def test_a_runs_calls_due_in_one_cleanup_slot_close_together_and_a_moved_cleanup_is_not_closed_early():
+    """CLEANUP and FORGET timers are shared by the run's calls due at the same time: both calls that
+    end in one slot are closed by its firing, while a call whose cleanup moved on to a later slot is
+    left open by the old slot's firing (an event for it then is still taken, not `late`)."""
+    c3_start = ev(3, "stream.tool_start", "c3", T0 + 1, toolName="find_volumes")
+    c3_end = ev(4, "stream.tool_end", "c3", T0 + 1.004, result=[])
+    c2_start = ev(5, "stream.tool_start", "c2", T0, toolName="find_volumes")  # its tool_end never comes
+    c2_moved = ev(6, "tools.absent", "c2", T0 + 15, toolName="find_volumes", iteration=1, checked=["a"])
+    c2_taken = ev(7, "tools.absent", "c2", T0 + 20, toolName="find_volumes", iteration=2, checked=["b"])
+    late_c1 = ev(8, "tools.absent", "c1", T0 + 2, toolName="find_volumes", iteration=1, checked=["c"])
+    late_c3 = ev(9, "tools.absent", "c3", T0 + 2, toolName="find_volumes", iteration=1, checked=["d"])
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([together(START, END_PLAIN, c3_start, c3_end, c2_start)])
+        .advance_watermark_to(T0 + 15)
+        .add_elements([arrive(c2_moved)])  # c2's cleanup moves from T0 + 630 to T0 + 650
+        .advance_watermark_to(T0 + 635)
+        .add_elements([arrive(c2_taken)])
+        .advance_watermark_to(T0 + 700)  # c1 and c3 were closed together at T0 + 640
+        .add_elements([together(late_c1, late_c3)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
+    p, summary, dead, fixes = readings_of(ts)
+    assert_that(summary, equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"),
+                                   ("c3", 0, "ran", "undeclared-empty", False, "find_volumes"),
+                                   ("c2", 0, "unknown", None, True, "find_volumes")]), label="readings")
+    assert_that(dead, equal_to([("late", 8), ("late", 9)]), label="dead")
+    assert_that(fixes, equal_to([(-1, 0, 1)] * 2), label="fixes")
+    p.run()
+
+
 def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
     ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     p, summary, dead, fixes = readings_of(ts)
@@ -326,31 +358,57 @@ def test_stream_source_uris_are_checked():
 
 
 def test_the_key_record_coder_round_trips_every_field_and_the_events():
-    from footprint_audit.transforms.held import encode_held
-    from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder
+    from footprint_audit.transforms.held import encode_held, pack_held
+    from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder, _RunCellCoder, held_events
 
     coder = _CallStateCoder()
-    held = (encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000)
-    for record in (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
-                   _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, held)):
+    held = [encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000]
+    records = (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
+               _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, pack_held(held)))
+    for record in records:
         encoded = coder.encode(record)
-        assert len(encoded) == 33 + sum(4 + len(b) for b in record.events) and coder.decode(encoded) == record
+        assert len(encoded) == 33 + len(record.packed) and coder.decode(encoded) == record
+    assert held_events(records[-1]) == held and held_events(records[0]) == []
+    assert len(records[-1].packed) < 10_000  # the events are kept compressed
     assert coder.is_deterministic()
+    # a run's cell: every call's record and events, ids of any text (a lone surrogate too), in order
+    cells = _RunCellCoder()
+    cell = {f"c{i}": r for i, r in enumerate(records)} | {"": _CallState(), "x\ud800y": records[-1], "é": records[1]}
+    assert cells.decode(cells.encode(cell)) == cell and list(cells.decode(cells.encode(cell))) == list(cell)
+    assert cells.decode(cells.encode({})) == {} and cells.is_deterministic()
 
 
-def test_classify_and_key_passes_a_calls_events_of_a_bundle_on_together():
+def test_a_calls_timer_tag_names_it_whatever_its_id():
+    from footprint_audit.transforms.stream_join import call_of_tag, timer_tag
+
+    for call_id in ("c1", "", "~x", "=y", "é", "x\ud800y", "\udfff"):
+        tag = timer_tag(call_id)
+        tag.encode("utf-8")  # a timer's tag must be valid UTF-8
+        assert call_of_tag(tag) == call_id
+    assert len({timer_tag(c) for c in ("~61", "a", "=a")}) == 3
+
+
+def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
     from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, stamp
 
     other = ev(0, "stream.tool_start", "c2", T0 + 1, toolName="find_volumes")
-    items = [stamp("kafka://t/0", e)[0] for e in (START, ABSENT, other, END)]
+    elsewhere = Event(0, "stream.tool_start", {"toolCallId": "c1", "toolName": "x"}, {"runId": "r2", "wallClockMs": (T0 + 2) * 1000})
+    items = [stamp("kafka://t/0", e)[0] for e in (START, ABSENT, other, END, elsewhere)]
     with beam.Pipeline(runner=FnApiRunner()) as p:
-        keyed = (p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused"))[KEYED]
-        summary = keyed | beam.Map(lambda kv: (kv[0][1], sorted(h[0] for h in kv[1]), sorted(h[3] for h in kv[1])))
-        times = keyed | "Times" >> beam.Map(lambda kv, t=beam.DoFn.TimestampParam: (kv[0][1], t.micros // 1000))
+        out = p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
+        keyed = out[KEYED]
+        summary = keyed | beam.Map(lambda kv: (kv[0], sorted((h[0], h[1], h[4]) for h in kv[1])))
+        times = keyed | "Times" >> beam.Map(lambda kv, t=beam.DoFn.TimestampParam: (kv[0], t.micros // 1000))
         assert_that(summary, equal_to([
-            ("c1", ["stream.tool_end", "stream.tool_start", "tools.absent"], [T0 * 1000, T0 * 1000 + 2, T0 * 1000 + 4]),
-            ("c2", ["stream.tool_start"], [T0 * 1000 + 1000]),
+            ("r1", [("c1", "stream.tool_end", T0 * 1000 + 4), ("c1", "stream.tool_start", T0 * 1000),
+                    ("c1", "tools.absent", T0 * 1000 + 2), ("c2", "stream.tool_start", T0 * 1000 + 1000)]),
+            ("r2", [("c1", "stream.tool_start", T0 * 1000 + 2000)]),
         ]), label="together")
-        assert_that(times, equal_to([("c1", T0 * 1000), ("c2", T0 * 1000 + 1000)]), label="at the earliest time")
+        assert_that(times, equal_to([("r1", T0 * 1000), ("r2", T0 * 1000 + 2000)]), label="at the earliest time")
+        # a run's counts of the bundle: one element per (run, source), at its earliest event's time
+        counts = out[COUNTS] | "Counts" >> beam.Map(
+            lambda kv, t=beam.DoFn.TimestampParam: (kv[0], kv[1].events, kv[1].used, kv[1].tool_calls, t.micros // 1000))
+        assert_that(counts, equal_to([(("r1", "kafka://t/0"), 4, 4, 1, T0 * 1000), (("r2", "kafka://t/0"), 1, 1, 0, (T0 + 2) * 1000)]),
+                    label="counts")

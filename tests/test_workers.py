@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -98,6 +99,34 @@ def test_a_pool_closed_before_the_runner_asks_ends_its_workers():
     assert pool.address.startswith("127.0.0.1:")
     pool.close(timeout=30)
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_child_whose_parent_died_before_it_asked_to_die_with_it_ends_there():
+    """A launcher killed between a fork and its child's `die_with_parent` is never reported to the child by
+    Linux: the child (a worker, the manifest's hashing, holding the launcher's files and its output's lock)
+    would outlive it. Here the parent is gone first, on purpose."""
+    read_fd, write_fd = os.pipe()
+    middle = os.fork()
+    if middle == 0:  # the parent: forks the child and ends at once
+        try:
+            os.close(read_fd)
+            parent = os.getpid()
+            if os.fork() == 0:  # the child: asks once its parent is gone (handed to another process)
+                try:
+                    deadline = time.monotonic() + 60
+                    while os.getppid() == parent and time.monotonic() < deadline:
+                        time.sleep(0.001)
+                    workers.die_with_parent(parent)
+                finally:
+                    os.write(write_fd, b"outlived its parent")
+                    os._exit(0)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    os.waitpid(middle, 0)
+    with os.fdopen(read_fd, "rb") as f:
+        said = f.read()  # end of file once the child has ended, killed or not
+    assert said == b""
 
 
 def test_the_worker_count_comes_from_the_flag_then_beams_then_the_default(monkeypatch):

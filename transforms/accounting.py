@@ -27,6 +27,7 @@ __all__ = [
     "counts_for",
     "count_event",
     "dead_letter_counts",
+    "add_dead_letter",
     "count_joined",
     "moved_counts",
 ]
@@ -93,7 +94,15 @@ def count_event(c: RunCounts, ev: Event, call_used: bool = False) -> Any:
 
 def dead_letter_counts(fmt: str | None) -> RunCounts:
     """The counts of one element of a known run that was a dead letter before it was an event."""
-    return RunCounts(events=1, dead_letters=1, format=fmt)
+    counts = RunCounts(format=fmt)
+    add_dead_letter(counts)
+    return counts
+
+
+def add_dead_letter(c: RunCounts) -> None:
+    """Count in `c` one element of its run that was a dead letter before it was an event."""
+    c.events += 1
+    c.dead_letters += 1
 
 
 def count_joined(

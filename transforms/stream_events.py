@@ -5,9 +5,9 @@ Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
          `file://` replay) and the stateful join (`transforms.stream_join`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
-Emits:   `ClassifyAndKeyFn`: keyed call events, a call's events of one bundle together (`KEYED`:
-         `((run_id, call_id), ((type, held bytes, behind_ms, event_ms), ...))` at the earliest
-         of their times), dead-letter rows (`DEAD`) and every event's partial run counts (`COUNTS`).
+Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
+         `(run_id, ((call_id, type, held bytes, behind_ms, event_ms), ...))` at the earliest
+         of their times), dead-letter rows (`DEAD`) and a run's partial counts of one bundle (`COUNTS`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 
 from . import envelopes, sources
-from .accounting import RunCounts, count_event, dead_letter_counts
+from .accounting import RunCounts, add_dead_letter, count_event
 from .calls import CALL, NOT_NEEDED, dead_letter_of
 from .held import encode_held
 from .worker_gc import tune_gc
@@ -122,42 +122,60 @@ BATCH_EVENTS = 5000
 class ClassifyAndKeyFn(beam.DoFn):
     """A timestamped event → keyed call event, dead letter, and its run's partial counts.
 
-    A call's events of one bundle go on together, as one element: the stateful join then reads
-    and writes the call's state once for them, not once per event (on Flink each is a round trip
-    to the runner).
+    A run's call events of one bundle go on together, as one element: the stateful join then reads
+    and writes the run's state once for them, not once per event or call (on Flink each is a round
+    trip to the runner). A run's counts of one bundle are added up here too and go on as one element
+    per `(run_id, source)`, stamped with the earliest of their events' times: on a streaming
+    runner the counts' combine is not lifted, so each element would be stored and fired by the
+    runner's own group.
     """
 
     def start_bundle(self) -> None:
-        self._calls: dict[tuple[str, str], list[tuple[str, bytes, int, int]]] = {}
+        self._calls: dict[str, list[tuple[str, str, bytes, int, int]]] = {}
+        self._counts: dict[tuple[Any, str], tuple[RunCounts, int]] = {}
         self._held = 0
 
-    def _batches(self) -> Iterable[tuple[tuple[str, str], tuple, int]]:
+    def _batches(self) -> Iterable[Any]:
         calls, self._calls, self._held = self._calls, {}, 0
         for key, events in calls.items():
-            yield key, tuple(events), min(e[3] for e in events)
+            yield pvalue.TaggedOutput(KEYED, _at((key, tuple(events)), min(e[4] for e in events)))
+        counts, self._counts = self._counts, {}
+        for key, (total, first_ms) in counts.items():
+            yield pvalue.TaggedOutput(COUNTS, _at((key, total), first_ms))
 
     def finish_bundle(self) -> Iterable[Any]:
-        for key, events, first_ms in self._batches():
-            yield pvalue.TaggedOutput(KEYED, WindowedValue((key, events), first_ms / 1000, (GlobalWindow(),)))
+        return self._batches()
+
+    def _count(self, key: tuple[Any, str], ms: int) -> RunCounts:
+        held = self._counts.get(key)
+        if held is None:
+            total = RunCounts(format="stream")
+            self._counts[key] = (total, ms)
+            return total
+        if ms < held[1]:
+            self._counts[key] = (held[0], ms)
+        return held[0]
 
     def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterable[Any]:
+        ms = int(timestamp.micros // 1000)
         if isinstance(element, dict):  # a dead-letter row from parsing
             if element.get("run_id") is not None:
-                counts = dead_letter_counts("stream")
-                yield pvalue.TaggedOutput(COUNTS, ((element["run_id"], element["source_file"]), counts))
+                add_dead_letter(self._count((element["run_id"], element["source_file"]), ms))
+                self._held += 1
             yield pvalue.TaggedOutput(DEAD, element)
-            return
-        source, ev, behind_ms = element
-        counts = RunCounts(format="stream")
-        kind = count_event(counts, ev, call_used=True)
-        if kind is CALL:
-            key = (ev.run_id, ev.payload["toolCallId"])
-            held = (ev.type, encode_held(source, ev), behind_ms, int(timestamp.micros // 1000))
-            self._calls.setdefault(key, []).append(held)
+        else:
+            source, ev, behind_ms = element
+            kind = count_event(self._count((ev.run_id, source), ms), ev, call_used=True)
             self._held += 1
-            if self._held >= BATCH_EVENTS:
-                for key, events, first_ms in self._batches():
-                    yield pvalue.TaggedOutput(KEYED, TimestampedValue((key, events), first_ms / 1000))
-        elif kind is not NOT_NEEDED:
-            yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
-        yield pvalue.TaggedOutput(COUNTS, ((ev.run_id, source), counts))
+            if kind is CALL:
+                held = (ev.payload["toolCallId"], ev.type, encode_held(source, ev), behind_ms, ms)
+                self._calls.setdefault(ev.run_id, []).append(held)
+            elif kind is not NOT_NEEDED:
+                yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
+        if self._held >= BATCH_EVENTS:
+            yield from self._batches()
+
+
+def _at(value: Any, ms: int) -> WindowedValue:
+    """`value` in the global window at `ms` (what `finish_bundle` must give: the window too)."""
+    return WindowedValue(value, ms / 1000, (GlobalWindow(),))

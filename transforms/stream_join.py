@@ -1,6 +1,7 @@
 """Beam (streaming): the keyed, stateful per-call join with a grace period, dedupe and revisions.
 
-Pattern: a stateful `DoFn` keyed by `(run_id, tool_call_id)`, inside one composite `PTransform`.
+Pattern: a stateful `DoFn` keyed by `run_id`, its timers tagged by `tool_call_id`, inside one
+         composite `PTransform`.
 Role:    the streaming twin of `transforms.join`: the same pure join
          (`transforms.calls.join_call_events`) and the same reading
          (`transforms.reading_rows.reading_row`), run when a call is complete
@@ -8,7 +9,7 @@ Role:    the streaming twin of `transforms.join`: the same pure join
 Emits:   `readings` rows (main; `revision`, `emitted_at` filled), dead-letter rows
          (`DEAD_LETTERS`) and run-count corrections (`COUNT_FIXES`).
 
-Per key (event time throughout):
+Per call (event time throughout):
 - every event is buffered in state; an exact duplicate (same type, payload and
   meta, wherever and whenever it was delivered) is dropped (those that came
   before the first reading when it is made, later ones on arrival) and its
@@ -22,19 +23,23 @@ Per key (event time throughout):
 - when READ fires the call is read and its readings emitted (revision 0); an
   event that arrives after that re-arms READ and yields a corrected reading
   (revision + 1), never a silent drop;
-- the CLEANUP timer (last event + grace + allowed lateness) reads a call whose
+- the CLEANUP timer (last event + grace + allowed lateness, on a 10 s grid) reads a call whose
   `tool_end` never came (outcome `unknown`; events with neither a `tool_start`
   nor a `tool_end` make no call and count as not needed, as in `reassess`),
   clears the buffer and leaves a small tombstone for one more allowed-lateness
-  period: an event for the key then is a dead letter with reason `late` (and
-  its run's counts move it from "used" to "dead letters"); after that the key
-  holds nothing, and an event that arrives that far behind the source's
+  period: an event for the call then is a dead letter with reason `late` (and
+  its run's counts move it from "used" to "dead letters"); after that the run
+  holds nothing of the call, and an event that arrives that far behind the source's
   watermark (`behind_ms`) is `late` on arrival.
 
-State: one cell per key, the call's record and its events together (`_CallState`), so each
-element (a call's events of one bundle) and each timer reads it once and writes it once; on
-Flink every read and every commit is a blocking round trip to the runner. The tombstone ends
-on its own timer (FORGET), which clears the cell without reading it.
+State: one cell per run, its calls' records and events together (`{call id: _CallState}`), and
+each call's READ timer tagged with its id (CLEANUP and FORGET with their time, shared by the
+run's calls due then). On Flink every state read and commit is a blocking round
+trip to the runner, and they were the stream's bound when a call had a key of its own: now an
+element (a run's call events of one bundle) or a timer reads the run's cell once and writes it
+once, and the run's other calls of the same bundle (a backlog's timers fire together) use the
+bundle's copy. The cost: a bundle that touches a run writes the run's whole cell, every call
+held until its cleanup (last event + grace + allowed lateness). FORGET drops the tombstones.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from apache_beam.transforms.userstate import (
     TimerSpec,
     on_timer,
 )
-from apache_beam.utils.timestamp import Duration, Timestamp
+from apache_beam.utils.timestamp import Timestamp
 
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import (
@@ -75,7 +80,7 @@ from footprint_audit.schemas.events import (
 
 from .accounting import moved_counts
 from .calls import join_call_events
-from .held import decode_held
+from .held import decode_held, pack_held, unpack_held
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
 
@@ -94,11 +99,13 @@ COUNT_FIXES = "count_fixes"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
 #: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
-#: (before it was noted); 2: one cell per call.
-STATE_LAYOUT = 2
+#: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
+#: and FORGET by their time.
+STATE_LAYOUT = 3
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
-#: so the events of one call (seconds apart) set it once, not once each.
+#: so the events of one call (seconds apart) set it once, not once each, and the calls of a run
+#: that end close together share one CLEANUP (and later one FORGET) timer.
 CLEANUP_STEP_MS = 10_000
 
 #: Where each type stands among a call's events of the same time (docs: the canonical order
@@ -148,46 +155,114 @@ def order_call_events(held: Iterable[bytes]) -> tuple[list[tuple[str, Event]], l
 
 
 class _CallState(NamedTuple):
-    """All a key keeps, in one state cell: the call's record and its buffered events together, so
-    an element or a timer reads it once and writes it once (one round trip each on Flink)."""
+    """What a run's cell keeps of one call: its record and its buffered events together."""
 
     revision: int = -1  # the last reading's revision (-1: not read yet)
     last_ms: int = 0  # the latest event time seen
-    cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid)
+    cleanup_ms: int = 0  # when the call's events are released (last event + grace + lateness, on a grid);
+    # for a tombstone, when it ends
     read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
     closed: bool = False  # read and cleared: a tombstone until its FORGET timer ends it
-    events: tuple[bytes, ...] = ()  # encode_held(source, Event), in arrival order (copies until the first reading)
+    # encode_held(source, Event) of each event, in arrival order (copies until the first reading),
+    # packed and lz4-compressed (`held_events`): a call's events are compressed once when they come,
+    # and the run's cell is written with every bundle that touches the run
+    packed: bytes = b""
+
+
+def held_events(call: _CallState) -> list[bytes]:
+    """A call's held events (`encode_held` bytes), in arrival order."""
+    return unpack_held(call.packed) if call.packed else []
+
+
+def _with_events(events: list[bytes]) -> bytes:
+    return pack_held(events) if events else b""
 
 
 class _CallStateCoder(Coder):
-    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then each held event as its
-    length (4 bytes) and its bytes. Cheaper than pickling it once per element and timer."""
+    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then its packed events.
+    Cheaper than pickling it once per element and timer."""
 
     _LAYOUT = struct.Struct("<qqqq?")
-    _LEN = struct.Struct("<I")
 
     def encode(self, value: _CallState) -> bytes:
-        parts = [self._LAYOUT.pack(*value[:5])]
-        pack = self._LEN.pack
-        for held in value.events:
-            parts.append(pack(len(held)))
-            parts.append(held)
-        return b"".join(parts)
+        return b"".join(self._parts(value))
+
+    def _parts(self, value: _CallState) -> list[bytes]:
+        return [self._LAYOUT.pack(*value[:5]), value.packed]
 
     def decode(self, encoded: bytes) -> _CallState:
-        head = self._LAYOUT.size
-        events = []
-        view, pos, end = memoryview(encoded), head, len(encoded)
-        unpack = self._LEN.unpack_from
-        while pos < end:
-            (n,) = unpack(view, pos)
-            pos += 4
-            events.append(bytes(view[pos : pos + n]))
-            pos += n
-        return _CallState(*self._LAYOUT.unpack_from(encoded), tuple(events))
+        return self._decode(memoryview(encoded), 0, len(encoded))
+
+    def _decode(self, view: memoryview, pos: int, end: int) -> _CallState:
+        record = self._LAYOUT.unpack_from(view, pos)
+        return _CallState(*record, bytes(view[pos + self._LAYOUT.size : end]))
 
     def is_deterministic(self) -> bool:
         return True
+
+
+class _RunCellCoder(Coder):
+    """A run's cell, `{call id: _CallState}`, as bytes: per call, its id (length, UTF-8 with lone
+    surrogates kept), then its `_CallStateCoder` bytes (length, bytes)."""
+
+    _LEN = struct.Struct("<I")
+    _CALL = _CallStateCoder()
+
+    def encode(self, value: dict[str, _CallState]) -> bytes:
+        parts: list[bytes] = []
+        pack = self._LEN.pack
+        for call_id, call in value.items():
+            name = call_id.encode("utf-8", "surrogatepass")
+            body = self._CALL._parts(call)
+            parts.append(pack(len(name)))
+            parts.append(name)
+            parts.append(pack(sum(len(b) for b in body)))
+            parts.extend(body)
+        return b"".join(parts)
+
+    def decode(self, encoded: bytes) -> dict[str, _CallState]:
+        view, pos, end = memoryview(encoded), 0, len(encoded)
+        unpack = self._LEN.unpack_from
+        cell: dict[str, _CallState] = {}
+        while pos < end:
+            (n,) = unpack(view, pos)
+            call_id = bytes(view[pos + 4 : pos + 4 + n]).decode("utf-8", "surrogatepass")
+            pos += 4 + n
+            (n,) = unpack(view, pos)
+            pos += 4
+            cell[call_id] = self._CALL._decode(view, pos, pos + n)
+            pos += n
+        return cell
+
+    def is_deterministic(self) -> bool:
+        return True
+
+
+def timer_tag(call_id: str) -> str:
+    """A call's timers' tag: `=` + its id, or `~` + the hex of its bytes when the id holds a lone
+    surrogate (a tag must be valid UTF-8)."""
+    try:
+        call_id.encode("utf-8")
+        return "=" + call_id
+    except UnicodeEncodeError:
+        return "~" + call_id.encode("utf-8", "surrogatepass").hex()
+
+
+def call_of_tag(tag: str) -> str:
+    """The inverse of `timer_tag`."""
+    if tag[:1] == "~":
+        return bytes.fromhex(tag[1:]).decode("utf-8", "surrogatepass")
+    return tag[1:]
+
+
+def slot_tag(ms: int) -> str:
+    """A CLEANUP or FORGET timer's tag: the time it is set for (every call of the run due then)."""
+    return str(ms)
+
+
+def ms_of_slot(tag: str) -> int:
+    """The inverse of `slot_tag`."""
+    return int(tag)
 
 
 def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
@@ -196,11 +271,14 @@ def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
 
 
 class _StatefulJoinFn(beam.DoFn):
-    # One cell per key (record + events): each element and each timer is one read and one write.
-    CALL = ReadModifyWriteStateSpec("call", _CallStateCoder())
+    # One cell per run (its calls' records and events): an element or a timer reads it once and
+    # writes it once, and the run's other calls of the same bundle find it in the bundle's copy.
+    RUN = ReadModifyWriteStateSpec("run", _RunCellCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
+    # CLEANUP and FORGET are tagged by their time (`slot_tag`), not by call: one firing serves
+    # every call of the run due then (on the cleanup grid, a run's calls that end close together).
     CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # read what is unread, release the events
-    FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstone's time is up: clear, no read
+    FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstones' time is up: drop them, no read
 
     def __init__(
         self,
@@ -225,17 +303,41 @@ class _StatefulJoinFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[tuple[str, str], tuple[tuple[str, bytes, int, int], ...]],
-        state: Any = beam.DoFn.StateParam(CALL),
+        element: tuple[str, tuple[tuple[str, str, bytes, int, int], ...]],
+        state: Any = beam.DoFn.StateParam(RUN),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
         read_timer: Any = beam.DoFn.TimerParam(READ),
     ) -> Iterable[Any]:
-        """A call's events of one bundle `(type, held, behind_ms, event_ms)`: its state is read and
-        written once for all of them."""
-        (run_id, _call_id), batch = element
-        stored: _CallState | None = state.read()
+        """A run's call events of one bundle `(call_id, type, held, behind_ms, event_ms)`: the run's
+        cell is read and written once for all of them."""
+        run_id, batch = element
+        by_call: dict[str, list[tuple[str, bytes, int, int]]] = {}
+        for call_id, *item in batch:
+            by_call.setdefault(call_id, []).append(item)  # type: ignore[arg-type]
+        cell: dict[str, _CallState] = state.read() or {}
+        changed = False
+        for call_id, items in by_call.items():
+            before = cell.get(call_id)
+            after = yield from self._add(run_id, call_id, before, items)
+            if after is None:
+                continue
+            if after.read_ms != (before or _FRESH).read_ms:
+                read_timer.set(Timestamp(micros=after.read_ms * 1000), dynamic_timer_tag=timer_tag(call_id))
+            if after.cleanup_ms != (before or _FRESH).cleanup_ms:
+                # (a call whose cleanup moved on leaves its old slot's timer: that firing skips it)
+                cleanup_timer.set(Timestamp(micros=after.cleanup_ms * 1000), dynamic_timer_tag=slot_tag(after.cleanup_ms))
+            cell[call_id] = after
+            changed = True
+        if changed:
+            state.write(cell)
+
+    def _add(
+        self, run_id: str, call_id: str, stored: _CallState | None, batch: list[tuple[str, bytes, int, int]]
+    ) -> Any:
+        """Yield what a call's new events give at once (late dead letters, count fixes); return the
+        call's new state, or None when nothing was added to it."""
         held = stored or _FRESH
-        empty = stored is None  # the key holds nothing (yet)
+        empty = stored is None  # the run holds nothing (yet) for this call
         added: list[bytes] = []
         read_ms, last, cleanup_ms = held.read_ms, held.last_ms, held.cleanup_ms
         known: set[bytes] | None = None  # content keys of the buffered events, once decoded
@@ -254,7 +356,7 @@ class _StatefulJoinFn(beam.DoFn):
                 source, ev = decode_held(encoded)
                 key = content_key(ev)
                 if known is None:
-                    known = {content_key(decode_held(b)[1]) for b in held.events}
+                    known = {content_key(decode_held(b)[1]) for b in held_events(held)}
                 if key in known:
                     self.duplicates.inc()
                     yield _moved(run_id, source, ev, "not-needed")
@@ -272,65 +374,83 @@ class _StatefulJoinFn(beam.DoFn):
             if due > cleanup_ms:
                 cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
         if not added:
-            return
-        if read_ms != held.read_ms:
-            read_timer.set(Timestamp(micros=read_ms * 1000))
-        if cleanup_ms != held.cleanup_ms:
-            cleanup_timer.set(Timestamp(micros=cleanup_ms * 1000))
-        state.write(_CallState(held.revision, last, cleanup_ms, read_ms, False, held.events + tuple(added)))
+            return None
+        return _CallState(held.revision, last, cleanup_ms, read_ms, False, _with_events(held_events(held) + added))
 
     @on_timer(READ)
     def on_read(
         self,
         key: Any = beam.DoFn.KeyParam,
-        state: Any = beam.DoFn.StateParam(CALL),
+        tag: str = beam.DoFn.DynamicTimerTagParam,
+        state: Any = beam.DoFn.StateParam(RUN),
     ) -> Iterable[Any]:
-        held: _CallState | None = state.read()
+        cell: dict[str, _CallState] = state.read() or {}
+        call_id = call_of_tag(tag)
+        held = cell.get(call_id)
         if held is None or held.closed or not held.read_ms:
             return
-        rows, kept = yield from self._read(key, held)
-        state.write(held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, events=kept))
+        rows, kept = yield from self._read(key, call_id, held)
+        packed = held.packed if kept is None else _with_events(kept)
+        cell[call_id] = held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, packed=packed)
+        state.write(cell)
 
     @on_timer(CLEANUP)
     def on_cleanup(
         self,
         key: Any = beam.DoFn.KeyParam,
-        fire: Timestamp = beam.DoFn.TimestampParam,
-        state: Any = beam.DoFn.StateParam(CALL),
+        tag: str = beam.DoFn.DynamicTimerTagParam,
+        state: Any = beam.DoFn.StateParam(RUN),
         forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
-        held: _CallState | None = state.read()
-        if held is None or held.closed:
+        slot = ms_of_slot(tag)
+        cell: dict[str, _CallState] = state.read() or {}
+        due = [(call_id, held) for call_id, held in cell.items() if not held.closed and held.cleanup_ms == slot]
+        if not due:
             return
-        if held.revision < 0 or held.read_ms:
-            # Not read yet, or a correction still pending (timers of one key may fire in any
-            # order when both are due): read now. A call whose tool_end never came is reported
-            # with what is known (outcome unknown); events that make no call at all (no
-            # tool_start or tool_end ever came for them: the call was closed earlier, or never
-            # began) are dead letters, never dropped.
-            rows, kept = yield from self._read(key, held)
-            if not rows and held.revision < 0:
-                # no tool_start or tool_end ever came: the events make no call, and count as not
-                # needed, as `reassess` counts them
-                for encoded in kept:
-                    source, ev = decode_held(encoded)
-                    yield _moved(key[0], source, ev, "not-needed")
-        # the events are released; the record stays as a tombstone for one more allowed lateness
-        state.write(_CLOSED)
-        forget_timer.set(fire + Duration(micros=self.lateness_ms * 1000))
+        forget_ms = slot + self.lateness_ms
+        for call_id, held in due:
+            if held.revision < 0 or held.read_ms:
+                # Not read yet, or a correction still pending (timers of one call may fire in any
+                # order when both are due): read now. A call whose tool_end never came is reported
+                # with what is known (outcome unknown); events that make no call at all (no
+                # tool_start or tool_end ever came for them: the call was closed earlier, or never
+                # began) are dead letters, never dropped.
+                rows, kept = yield from self._read(key, call_id, held)
+                if not rows and held.revision < 0:
+                    # no tool_start or tool_end ever came: the events make no call, and count as not
+                    # needed, as `reassess` counts them
+                    for encoded in held_events(held) if kept is None else kept:
+                        source, ev = decode_held(encoded)
+                        yield _moved(key, source, ev, "not-needed")
+            # the events are released; the record stays as a tombstone for one more allowed lateness
+            cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
+        state.write(cell)
+        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
 
     @on_timer(FORGET)
-    def on_forget(self, state: Any = beam.DoFn.StateParam(CALL)) -> None:
-        # Only a closed key sets this timer, and nothing reopens a closed key: clear it unread.
-        state.clear()
+    def on_forget(
+        self,
+        tag: str = beam.DoFn.DynamicTimerTagParam,
+        state: Any = beam.DoFn.StateParam(RUN),
+    ) -> None:
+        # Only closed calls set this timer, and nothing reopens a closed call: drop those due.
+        slot = ms_of_slot(tag)
+        cell: dict[str, _CallState] = state.read() or {}
+        kept = {call_id: held for call_id, held in cell.items() if not (held.closed and held.cleanup_ms == slot)}
+        if len(kept) == len(cell):
+            return
+        if kept:
+            state.write(kept)
+        else:
+            state.clear()
 
-    def _read(self, key: tuple[str, str], held: _CallState) -> Any:
+    def _read(self, run_id: str, call_id: str, held: _CallState) -> Any:
         """Yield the call's readings rows from its events, revision `held.revision + 1`, and return
-        them with the events to keep (the first reading drops the copies that came before it)."""
-        run_id, call_id = key
-        buffered = held.events
+        them with the events to keep (the first reading drops the copies that came before it;
+        None: all of them)."""
+        buffered = held_events(held)
         positioned, originals, dropped = order_call_events(buffered)
-        kept = buffered
+        kept: list[bytes] | None = None
         if dropped:
             self.duplicates.inc(dropped)
             wanted = {content_key(ev) for _s, ev in originals}
@@ -343,7 +463,7 @@ class _StatefulJoinFn(beam.DoFn):
                     keep.append(encoded)
                 else:
                     yield _moved(run_id, source, ev, "not-needed")
-            kept = tuple(keep)
+            kept = keep
         calls = join_call_events(run_id, call_id, positioned, ordered=True)
         rev = held.revision + 1
         if rev and calls:
@@ -366,7 +486,6 @@ class _StatefulJoinFn(beam.DoFn):
 
 
 _FRESH = _CallState()
-_CLOSED = _CallState(closed=True)
 
 
 def _late(source: str, ev: Event, run_id: str) -> dict:
@@ -379,7 +498,7 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 
 class StatefulCallJoin(beam.PTransform):
-    """A call's events, several at once, `((run_id, call_id), ((type, encode_held(source, Event),
+    """A run's call events, several at once, `(run_id, ((call_id, type, encode_held(source, Event),
     behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
 
     def __init__(
@@ -401,7 +520,5 @@ class StatefulCallJoin(beam.PTransform):
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
-        keyed.element_type = typehints.KV[
-            typehints.Tuple[str, str], typehints.Tuple[typehints.Tuple[str, bytes, int, int], ...]
-        ]
+        keyed.element_type = typehints.KV[str, typehints.Tuple[typehints.Tuple[str, str, bytes, int, int], ...]]
         return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings")
