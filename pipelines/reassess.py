@@ -224,10 +224,17 @@ def build_pipeline(
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
     partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
     write_spill = None if spill is None else os.path.join(spill, "tables")
-    # The dead letters, one file per BYTES_PER_SHARD of input as the readings by default, are batched in fixed
-    # buckets where they are made (the read stage waits for no count) and merged into those files by the writer.
-    tables | "WriteTables" >> WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
-                                          merged={"dead_letters": shards_by_size})
+    # The dead letters, one file per BYTES_PER_SHARD of input as the readings by default: each row's file is its
+    # bucket (of a fixed number) modulo that count. On Flink and Dataflow they are batched by bucket where they
+    # are made (the read stage waits for no count) and merged into the files by the writer; on the local runner
+    # the count is ready before the read stage, so they are batched straight into their files (no second group).
+    if spill is None:
+        write = WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
+                            merged={"dead_letters": shards_by_size})
+    else:
+        write = WriteTables(staging, {"readings": readings_shards, "dead_letters": shards_by_size}, copies,
+                            write_spill, partitions, bucketed={"dead_letters"})
+    tables | "WriteTables" >> write
 
 
 def shards_for(total_bytes: int) -> int:

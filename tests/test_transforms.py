@@ -215,12 +215,18 @@ def _dead_rows(n: int) -> list[dict]:
     ]
 
 
-def _write_merged(out, rows: list[dict], shards: int | None, spill: str | None = None) -> dict[str, bytes]:
-    """`dead_letters` written by `WriteTables`, merged from fixed buckets into `shards` files (None: not merged)."""
+def _write_merged(out, rows: list[dict], shards: int | None, spill: str | None = None,
+                  bucketed: bool = False) -> dict[str, bytes]:
+    """`dead_letters` written by `WriteTables`, merged from fixed buckets into `shards` files (None: not merged);
+    `bucketed`: batched straight into those files, the count a side input where the rows are made."""
     with pipeline() as p:
         made = p | "Rows" >> beam.Create(rows)
-        merged = None if shards is None else {"dead_letters": p | "Count" >> beam.Create([shards])}
-        _ = {"dead_letters": made, "runs": p | "NoRuns" >> beam.Create([])} | write_mod.WriteTables(str(out), spill=spill, merged=merged)
+        count = None if shards is None else p | "Count" >> beam.Create([shards])
+        if bucketed:
+            write = write_mod.WriteTables(str(out), {"dead_letters": count}, spill=spill, bucketed={"dead_letters"})
+        else:
+            write = write_mod.WriteTables(str(out), spill=spill, merged=None if count is None else {"dead_letters": count})
+        _ = {"dead_letters": made, "runs": p | "NoRuns" >> beam.Create([])} | write
     return {f.name: f.read_bytes() for f in sorted((out / "dead_letters").glob("*.parquet"))}
 
 
@@ -243,6 +249,17 @@ def test_a_merged_table_is_bucketed_where_made_and_written_in_the_count_of_files
         # bucket % shards: with 64 buckets and 3 files, the bucket of the first sort key decides the file
         assert {write_mod.shard_of("dead_letters", r, write_mod.BUCKETS) % 3 for r in part} == {shard}
     assert sorted(r["event_index"] for r in load_table(tmp_path / "three", "dead_letters")) == list(range(200))
+
+
+def test_a_bucketed_table_batched_where_its_count_is_known_gets_the_merged_tables_files_byte_for_byte(tmp_path):
+    # the local runner's way (the count ready before the rows): no second group, the same files as merged
+    rows = _dead_rows(200)
+    for shards in (1, 3, 5):
+        merged = _write_merged(tmp_path / f"merged-{shards}", rows, shards)
+        assert len(merged) == shards
+        assert _write_merged(tmp_path / f"bucketed-{shards}", rows, shards, bucketed=True) == merged
+        spill = str(tmp_path / f"spill-b{shards}")
+        assert _write_merged(tmp_path / f"bucketed-spilled-{shards}", rows, shards, spill, bucketed=True) == merged
 
 
 def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeypatch):

@@ -41,7 +41,7 @@ import struct
 import uuid
 import zlib
 from operator import itemgetter
-from typing import Any, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 import apache_beam as beam
 import pyarrow as pa
@@ -175,12 +175,14 @@ def ipc_to_table(data: bytes) -> pa.Table:
 
 class _BatchRowsFn(beam.DoFn):
     """Rows of one table (each element a row or a list of rows) → `((table, shard, shards), Arrow IPC bytes)`:
-    every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard."""
+    every `BATCH_ROWS` rows of a bundle (whatever their shards) become one Arrow table, cut by shard.
+    `bucketed`: a row's shard is its bucket of `BUCKETS` modulo the shards (a `merged` table's files)."""
 
-    def __init__(self, table: str, shards: int, spill: str | None = None) -> None:
+    def __init__(self, table: str, shards: int, spill: str | None = None, bucketed: bool = False) -> None:
         self.table = table
         self.shards = shards
         self.spill = spill
+        self.bucketed = bucketed
 
     def start_bundle(self) -> None:
         self._rows: list[dict] = []
@@ -200,7 +202,7 @@ class _BatchRowsFn(beam.DoFn):
         for row in (item,) if type(item) is dict else item:
             rows.append(row)
             if shards > 1:
-                shard_ids.append(shard_of(table, row, shards))
+                shard_ids.append(shard_of(table, row, BUCKETS) % shards if self.bucketed else shard_of(table, row, shards))
             raw = row.get("raw")
             if raw is not None:
                 self._bytes += len(raw)
@@ -368,6 +370,10 @@ class WriteTables(beam.PTransform):
     dead letters): its rows are batched into `BUCKETS` fixed buckets (`shard_of` with `BUCKETS`),
     and after the `GroupByKey` the buckets are merged into the number's shards (bucket % shards)
     by a second `GroupByKey` of the buckets' batches (with `spill`, of their files' names).
+    `bucketed`: tables named in `shards` whose rows go to their files as a `merged` table's do
+    (bucket % shards), batched straight into those files: for a runner that works the number
+    out before the rows are made (the local runner, from the listing), the same files with no
+    second `GroupByKey`, and each file written beside the others.
     """
 
     def __init__(
@@ -378,6 +384,7 @@ class WriteTables(beam.PTransform):
         spill: str | None = None,
         partitions: dict[str, str] | None = None,
         merged: dict[str, beam.PCollection] | None = None,
+        bucketed: Collection[str] = (),
     ) -> None:
         super().__init__()
         self.directory = directory
@@ -386,6 +393,7 @@ class WriteTables(beam.PTransform):
         self.copies = copies
         self.partitions = dict(partitions or {})
         self.merged = dict(merged or {})
+        self.bucketed = frozenset(bucketed)
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
         shards = {table: self.shards.get(table, 1) for table in tables}
@@ -395,10 +403,11 @@ class WriteTables(beam.PTransform):
             for i, part in enumerate(parts):
                 label = f"Batch{i}" if len(tables) == 1 else f"Batch-{table}-{i}"
                 n = BUCKETS if table in self.merged else shards[table]
+                bucketed = table in self.bucketed
                 if isinstance(n, beam.PCollection):
-                    batch = beam.ParDo(_BatchRowsFn(table, 1, self.spill), shards=beam.pvalue.AsSingleton(n))
+                    batch = beam.ParDo(_BatchRowsFn(table, 1, self.spill, bucketed), shards=beam.pvalue.AsSingleton(n))
                 else:
-                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n), self.spill))
+                    batch = beam.ParDo(_BatchRowsFn(table, max(1, n), self.spill, bucketed))
                 batches.append(part | label >> batch)
         batched = tuple(batches) | "AllBatches" >> beam.Flatten() if len(batches) > 1 else batches[0]
         side = {} if self.copies is None else {"copies": beam.pvalue.AsList(self.copies)}
