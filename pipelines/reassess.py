@@ -165,8 +165,11 @@ def build_pipeline(
     (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
     the job's output folder, never read. `shards`: readings files (0: by the input's
     size, worked out as the job runs). `spread`: hand the listed files out to the
-    workers (a reshuffle). Off only for the local runner with one worker, where it
-    would move the list for nothing. `spill`: a local folder for the join's spill files
+    workers (a reshuffle); on every runner the launcher picks, one local worker too: the
+    readings' and dead letters' file count, summed from the listing before the spread, is
+    then ready when the read stage starts, so their rows are batched there as they are made
+    (without it the local runner keeps every row of the stage and batches them in a stage
+    of their own afterwards: 0.4 s of a 4.6 s job on 100 MB of recordings, one core). `spill`: a local folder for the join's spill files
     (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`),
     the streams' run counts (`transforms.spill_counts`) and the writer's batches;
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
@@ -333,7 +336,7 @@ def _pipeline_options(
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
     if pool is None or workers == 1:
-        return LocalRunOptions(beam_args), FnApiRunner(), workers > 1
+        return LocalRunOptions(beam_args), FnApiRunner(), True
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
     local = LocalRunOptions(beam_args, direct_num_workers=workers)
     return local, FnApiRunner(default_environment=ExternalEnvironment(pool)), True

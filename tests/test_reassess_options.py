@@ -16,10 +16,11 @@ from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 
 
-def test_the_local_runner_with_one_worker_keeps_files_in_place_and_type_checks_as_beam_does():
+def test_the_local_runner_with_one_worker_spreads_files_and_type_checks_as_beam_does():
+    # spread with one worker too: the read stage then batches the rows it makes (the file count is summed before it)
     options, runner, spread = reassess._pipeline_options(["--direct_num_workers=1"])
     assert isinstance(runner, FnApiRunner)
-    assert spread is False
+    assert spread is True
     assert options.view_as(DirectOptions).direct_num_workers == 1
     assert options.view_as(TypeOptions).pipeline_type_check is True
 
