@@ -100,3 +100,14 @@ def test_a_calls_held_events_pack_smaller_than_they_are():
     held = [encode_held("runs/a.jsonl", ev({"toolCallId": "c1", "result": [{"row": i, "name": "x" * 20}]})) for i in range(20)]
     packed = pack_held(held)
     assert unpack_held(packed) == held and len(packed) < sum(map(len, held)) / 2
+
+
+def test_the_packed_layout_is_fixed_it_is_kept_in_the_stream_joins_state():
+    # the total length (8 bytes), then lz4 of each event's length (4 bytes, little-endian) and bytes
+    import pyarrow as pa
+
+    packed = pack_held([b"ab", b"", b"xyz"])
+    raw = b"\x02\x00\x00\x00ab" + b"\x00\x00\x00\x00" + b"\x03\x00\x00\x00xyz"
+    assert packed[:8] == len(raw).to_bytes(8, "little")
+    assert pa.decompress(packed[8:], decompressed_size=len(raw), codec="lz4", asbytes=True) == raw
+    assert unpack_held(packed) == [b"ab", b"", b"xyz"]

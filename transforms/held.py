@@ -19,6 +19,7 @@ change). Both ways decode to an equal `(source_file, Event)`.
 from __future__ import annotations
 
 import pickle
+import struct
 
 import orjson
 import pyarrow as pa
@@ -43,7 +44,7 @@ def encode_held(source: str, ev: Event) -> bytes:
 def decode_held(encoded: bytes) -> tuple[str, Event]:
     """The inverse of `encode_held`."""
     if encoded[:1] == b"j":
-        source, index, kind, payload, meta = orjson.loads(encoded[1:])
+        source, index, kind, payload, meta = orjson.loads(memoryview(encoded)[1:])  # a view: no copy
         return source, Event(index, kind, payload, meta)
     return pickle.loads(encoded[1:])
 
@@ -53,9 +54,15 @@ def hold(source: str, ev: Event) -> tuple[str, bytes]:
     return ev.type, encode_held(source, ev)
 
 
+_LENGTH = struct.Struct("<I")
+
+
 def pack_held(held: list[bytes]) -> bytes:
     """Held events as one byte string: their total length (8 bytes), then lz4 of each one's length (4 bytes) and bytes."""
-    raw = b"".join(len(b).to_bytes(4, "little") + b for b in held)
+    parts: list[bytes] = []
+    for b in held:  # the lengths and the events side by side: each event copied once, into the whole
+        parts += (_LENGTH.pack(len(b)), b)
+    raw = b"".join(parts)
     return len(raw).to_bytes(8, "little") + pa.compress(raw, codec="lz4", asbytes=True)
 
 
@@ -63,9 +70,10 @@ def unpack_held(packed: bytes) -> list[bytes]:
     """The inverse of `pack_held`: the held events, in order."""
     size = int.from_bytes(packed[:8], "little")
     raw = pa.decompress(packed[8:], decompressed_size=size, codec="lz4", asbytes=True)
-    out, at = [], 0
+    out, at, length = [], 0, _LENGTH.unpack_from
     while at < size:
-        n = int.from_bytes(raw[at : at + 4], "little")
-        out.append(raw[at + 4 : at + 4 + n])
-        at += 4 + n
+        (n,) = length(raw, at)
+        at += 4
+        out.append(raw[at : at + n])
+        at += n
     return out
