@@ -165,7 +165,7 @@ def build_pipeline(
     (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
     the job's output folder, never read. `shards`: readings files (0: by the input's
     size, worked out as the job runs). `spread`: hand the listed files out to the
-    workers (a reshuffle); on every runner the launcher picks, one local worker too: the
+    workers (a reshuffle); the launcher always does, one local worker too: the
     readings' and dead letters' file count, summed from the listing before the spread, is
     then ready when the read stage starts, so their rows are batched there as they are made
     (without it the local runner keeps every row of the stage and batches them in a stage
@@ -321,8 +321,8 @@ def _flink_workers(beam_args: list[str], workers: int) -> list[str]:
 
 def _pipeline_options(
     beam_args: list[str], workers: int | None = None, pool: str | None = None
-) -> tuple[PipelineOptions, object | None, bool]:
-    """Beam's options, the runner to pin (None: the one `--runner` names) and whether to spread files.
+) -> tuple[PipelineOptions, object | None]:
+    """Beam's options and the runner to pin (None: the one `--runner` names).
 
     `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
     the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
@@ -332,14 +332,14 @@ def _pipeline_options(
     if runner is not None:
         if workers and runner.lower().startswith("flink"):
             options = PipelineOptions(_flink_workers(beam_args, workers))
-        return options, None, True
+        return options, None
     # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
     if pool is None or workers == 1:
-        return LocalRunOptions(beam_args), FnApiRunner(), True
+        return LocalRunOptions(beam_args), FnApiRunner()
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
     local = LocalRunOptions(beam_args, direct_num_workers=workers)
-    return local, FnApiRunner(default_environment=ExternalEnvironment(pool)), True
+    return local, FnApiRunner(default_environment=ExternalEnvironment(pool))
 
 
 def _say(sentence: str) -> None:
@@ -423,7 +423,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     spill = None
     try:
-        options, runner, spread = _pipeline_options(beam_args, workers, pool.address if pool else None)
+        options, runner = _pipeline_options(beam_args, workers, pool.address if pool else None)
         spill = None if named_runner else spill_folder(target)
         jobs = 0
 
@@ -432,13 +432,12 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             when the pool served the first (its workers serve one job each)."""
             nonlocal jobs
             jobs += 1
-            opts, run_on, spread_ = (_pipeline_options(beam_args, 1, None) if again and pool is not None
-                                     else (options, runner, spread))
+            opts, run_on = _pipeline_options(beam_args, 1, None) if again and pool is not None else (options, runner)
             pipeline = beam.Pipeline(runner=run_on, options=opts)
             build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
-                           not args.no_progress, spread_, target.out,
-                           None if spill is None else os.path.join(spill, f"job-{jobs}"),
-                           args.spill_partition_bytes, args.partition_by)
+                           not args.no_progress, output=target.out,
+                           spill=None if spill is None else os.path.join(spill, f"job-{jobs}"),
+                           max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by)
             pipeline.run().wait_until_finish()
 
         if plan is None:

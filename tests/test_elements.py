@@ -67,7 +67,7 @@ def test_sizes_are_estimated_from_what_the_element_holds_without_encoding_it():
 
 def test_the_job_gives_its_main_outputs_these_coders():
     beam_args = ["--direct_num_workers=1"]
-    options, runner, _spread = reassess._pipeline_options(beam_args)
+    options, runner = reassess._pipeline_options(beam_args)
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, ["a.json"], "/nonexistent", Declarations({}), 1, progress=False, spread=False)
     proto = p.to_runner_api()

@@ -43,7 +43,7 @@ def write_small_files(root: str, n: int) -> None:
 
 def definition_size(pattern: str, out: str) -> int:
     """The serialized size of the job's pipeline definition for `pattern` (built, not run)."""
-    options, runner, spread = reassess._pipeline_options([])
+    options, runner = reassess._pipeline_options([])
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, [pattern], new_staging(out), Declarations({}), 0, progress=False, spread=True,
                             output=out)

@@ -16,17 +16,35 @@ from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 
 
+class _Labels(beam.pipeline.PipelineVisitor):
+    """Gathers the graph's transform labels."""
+
+    def __init__(self, labels: set) -> None:
+        self.labels = labels
+
+    def enter_composite_transform(self, node) -> None:
+        self.labels.add(node.full_label)
+
+    def visit_transform(self, node) -> None:
+        self.labels.add(node.full_label)
+
+
 def test_the_local_runner_with_one_worker_spreads_files_and_type_checks_as_beam_does():
     # spread with one worker too: the read stage then batches the rows it makes (the file count is summed before it)
-    options, runner, spread = reassess._pipeline_options(["--direct_num_workers=1"])
+    options, runner = reassess._pipeline_options(["--direct_num_workers=1"])
     assert isinstance(runner, FnApiRunner)
-    assert spread is True
+    p = beam.Pipeline(runner=runner, options=options)
+    reassess.build_pipeline(p, ["a.json"], "/nonexistent", load_declarations(str(EXAMPLES / "declarations.json")), 0,
+                            progress=False, output="/nonexistent-out", spill="/nonexistent-spill")
+    labels = set()
+    p.visit(_Labels(labels))
+    assert "SpreadFiles" in labels
     assert options.view_as(DirectOptions).direct_num_workers == 1
     assert options.view_as(TypeOptions).pipeline_type_check is True
 
 
 def test_the_local_run_makes_each_view_of_its_options_once():
-    options, _runner, _spread = reassess._pipeline_options(["--direct_num_workers=1", "--job_name=j1"])
+    options, _runner = reassess._pipeline_options(["--direct_num_workers=1", "--job_name=j1"])
     assert isinstance(options, reassess.LocalRunOptions)
     direct = options.view_as(DirectOptions)
     assert options.view_as(DirectOptions) is direct
@@ -44,19 +62,19 @@ def test_the_local_run_makes_each_view_of_its_options_once():
 
 
 def test_several_local_workers_get_the_files_spread():
-    options, runner, spread = reassess._pipeline_options(["--direct_num_workers=2"])
-    assert isinstance(runner, FnApiRunner) and spread is True
+    options, runner = reassess._pipeline_options(["--direct_num_workers=2"])
+    assert isinstance(runner, FnApiRunner)
     assert options.view_as(DirectOptions).direct_num_workers == 2
 
 
 def test_the_type_check_can_be_turned_off_with_beams_own_flag():
-    options, _runner, _spread = reassess._pipeline_options(["--no_pipeline_type_check"])
+    options, _runner = reassess._pipeline_options(["--no_pipeline_type_check"])
     assert options.view_as(TypeOptions).pipeline_type_check is False
 
 
 def test_a_named_runner_is_not_pinned_and_its_flags_are_kept_as_given():
-    options, runner, spread = reassess._pipeline_options(["--runner=FlinkRunner", "--flink_master=[local]"])
-    assert runner is None and spread is True
+    options, runner = reassess._pipeline_options(["--runner=FlinkRunner", "--flink_master=[local]"])
+    assert runner is None
     assert options.get_all_options()["flink_master"] == "[local]"
     assert options.view_as(TypeOptions).pipeline_type_check is True
 
@@ -68,11 +86,11 @@ def _counter(result, namespace: str, name: str) -> int:
 
 def test_the_counters_match_the_tables(tmp_path):
     files = sorted(str(p) for p in (EXAMPLES / "recordings").rglob("*") if p.is_file())
-    options, runner, spread = reassess._pipeline_options([])
+    options, runner = reassess._pipeline_options([])
     staging = new_staging(str(tmp_path))
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, files, staging, load_declarations(str(EXAMPLES / "declarations.json")), 1,
-                            progress=False, spread=spread)
+                            progress=False)
     result = p.run()
     result.wait_until_finish()
     readings = load_table(staging, "readings")

@@ -31,10 +31,10 @@ def table_bytes(folder: str | os.PathLike) -> dict[str, bytes]:
 
 def run_built(tmp: Path, name: str, spill: str | None, max_partition_bytes: int = 64 << 20) -> dict[str, bytes]:
     """Build and run the job with the GroupByKey join (`spill` None) or the spill join; its staged tables."""
-    options, runner, spread = reassess._pipeline_options([])
+    options, runner = reassess._pipeline_options([])
     staging = new_staging(str(tmp / name))
     p = beam.Pipeline(runner=runner, options=options)
-    reassess.build_pipeline(p, [GLOB], staging, load_declarations(DECL), 0, progress=False, spread=spread,
+    reassess.build_pipeline(p, [GLOB], staging, load_declarations(DECL), 0, progress=False,
                             output=str(tmp / name), spill=spill, max_partition_bytes=max_partition_bytes)
     p.run().wait_until_finish()
     return table_bytes(staging)

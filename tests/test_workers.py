@@ -142,17 +142,17 @@ def test_several_local_workers_run_in_the_pool_and_get_the_files_spread():
     from apache_beam.options.pipeline_options import DirectOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    options, runner, spread = reassess._pipeline_options([], 2, "127.0.0.1:1234")
-    assert isinstance(runner, FnApiRunner) and spread is True
+    options, runner = reassess._pipeline_options([], 2, "127.0.0.1:1234")
+    assert isinstance(runner, FnApiRunner)
     assert options.view_as(DirectOptions).direct_num_workers == 2
 
 
 def test_on_flink_workers_set_the_parallelism_unless_given():
-    options, runner, _ = reassess._pipeline_options(["--runner=FlinkRunner"], 2)
+    options, runner = reassess._pipeline_options(["--runner=FlinkRunner"], 2)
     assert runner is None
     assert options.get_all_options()["parallelism"] == 2
     assert int(options.get_all_options()["sdk_worker_parallelism"]) == 2
-    options, _, _ = reassess._pipeline_options(["--runner=FlinkRunner", "--parallelism=1"], 2)
+    options, _ = reassess._pipeline_options(["--runner=FlinkRunner", "--parallelism=1"], 2)
     assert options.get_all_options()["parallelism"] == 1
 
 
