@@ -81,13 +81,17 @@ class Event:
 
     `index` is its 0-based position in the file's event list (or its 0-based
     line in a JSON Lines / SSE file); `type` is the short name, without the
-    `agentfootprint.` prefix.
+    `agentfootprint.` prefix. `raw`: the bytes the event was read from when it
+    was read alone from them (a JSON Lines line, an SSE block's data, a stream
+    message), so the joins can carry those bytes instead of writing the event
+    again (`transforms.held`); None for an event of a document. Not compared.
     """
 
     index: int
     type: str
     payload: dict[str, Any]
     meta: dict[str, Any]
+    raw: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def run_id(self) -> str | None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from footprint_audit.schemas.events import Event
+from footprint_audit.transforms.envelopes import event_from_message
 from footprint_audit.transforms.held import decode_held, encode_held, hold, pack_held, unpack_held
 
 
@@ -46,6 +47,51 @@ def test_what_json_cannot_hold_exactly_is_pickled_and_read_back_equal(payload):
     assert back == ("f", e)
     if any(isinstance(v, float) for v in payload.values()):
         assert b[:1] == b"p" and back[1].payload["durationMs"] == payload["durationMs"]
+
+
+def _read(line: bytes, index: int = 3) -> Event:
+    item = event_from_message("f.jsonl", index, line)
+    assert isinstance(item, Event)
+    return item
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"agentfootprint.stream.tool_end","payload":{"toolCallId":"c1","result":[1, 2.50, null]},'
+        b'"meta":{"runId":"r1"}}',
+        # orjson refuses these; the rewrite and `parse_json` read them, and read them again the same way
+        b'{"type":"stream.tool_end","payload":{"toolCallId":"c1","durationMs":1e400,"x":"\\ud800"},'
+        b'"meta":{"runId":"r1"}}',
+        b'{"type":"stream.tool_end","payload":{"toolCallId":"c1","n":123456789012345678901234567890},'
+        b'"meta":{"runId":"r\\udfff"}}',
+    ],
+)
+def test_an_event_read_from_its_own_bytes_is_held_as_those_bytes_and_read_again_equal(line):
+    e = _read(line)
+    assert e.raw == line
+    b = encode_held("f.jsonl", e)
+    assert b[:1] == b"l" and b.endswith(line)  # the bytes as read, not the event written again
+    source, back = decode_held(b)
+    assert source == "f.jsonl" and back == e and back.index == 3 and back.raw is None
+    assert _same(back.payload, e.payload) and _same(back.meta, e.meta)
+
+
+def test_an_event_read_from_bytes_with_infinity_is_held_exactly_without_a_pickle():
+    e = _read(b'{"type":"stream.tool_end","payload":{"toolCallId":"c1","durationMs":-1e400},"meta":{"runId":"r1"}}')
+    assert e.payload["durationMs"] == -math.inf
+    b = encode_held("f", e)
+    assert b[:1] == b"l" and decode_held(b)[1].payload["durationMs"] == -math.inf
+
+
+def test_an_event_of_a_file_named_with_a_lone_surrogate_falls_back_to_the_event_written_again():
+    e = _read(b'{"type":"stream.tool_end","payload":{"toolCallId":"c1"},"meta":{"runId":"r1"}}')
+    b = encode_held("bad-\udcff.jsonl", e)
+    assert b[:1] == b"p" and decode_held(b) == ("bad-\udcff.jsonl", e)
+
+
+def test_the_bytes_an_event_was_read_from_are_not_part_of_its_equality():
+    assert Event(1, "t", {}, {"runId": "r"}, raw=b"{}") == Event(1, "t", {}, {"runId": "r"})
 
 
 def test_nan_reads_back_as_nan():

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "check_envelope",
     "event_from_message",
+    "event_read_again",
 ]
 
 _EVENT_PREFIX_LEN = len(EVENT_PREFIX)
@@ -233,7 +234,26 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
         depth = _depth_over(element)
         if depth is not None:
             return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
-    return check_envelope(element, index, source_file, data, where=where)
+    item = check_envelope(element, index, source_file, data, where=where)
+    if type(item) is Event:
+        item.raw = data  # read again from these bytes after a join (`event_read_again`)
+    return item
+
+
+def event_read_again(data: bytes | memoryview, index: int) -> Event:
+    """The `Event` that `_event_from_bytes` made of `data` at `index`, made again from the same bytes.
+
+    Parsed as it was (orjson, else the lone-surrogate rewrite and `parse_json`), without the
+    size and depth checks it passed then. Raises ValueError if `data` is not an event.
+    """
+    try:
+        element = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        element = parse_json(_lone_surrogates_replaced(bytes(data)))
+    item = check_envelope(element, index, "")
+    if type(item) is not Event:
+        raise ValueError(f"held bytes of event {index} are not an event")
+    return item
 
 
 def _writes_back(element: Any) -> bool:

@@ -9,11 +9,18 @@ fall back to pickle for what JSON cannot hold exactly.
 `pack_held` puts several held events (a call's, gathered within a bundle) in one
 lz4-compressed byte string, so the batch join's shuffle moves fewer elements and bytes.
 
-Exactness: orjson writes a non-finite float (an `Infinity` JavaScript's parser
-made of `1e400`) as `null`, and refuses integers beyond 64 bits and lone
-surrogates. A refusal falls back to pickle; so does any event whose JSON holds a
+An event read alone from its own bytes (a JSON Lines line, an SSE block's data, a
+stream message: `Event.raw`) is held as those bytes, `l` + the length of an orjson
+`[source_file, index]` + that array + the bytes, and read again from them after the
+join (`transforms.envelopes.event_read_again`, the same parse): nothing is written
+again, and nothing can change (the bench's JSON Lines: encoding 0.26–0.49 → 0.07–0.21 s
+per 100 MB, bench/README.md).
+
+Any other event (`j`, `p`), exactness: orjson writes a non-finite float (an `Infinity`
+JavaScript's parser made of `1e400`) as `null`, and refuses integers beyond 64 bits and
+lone surrogates. A refusal falls back to pickle; so does any event whose JSON holds a
 `null` that does not read back as the same event (the only way a value could
-change). Both ways decode to an equal `(source_file, Event)`.
+change). Every way decodes to an equal `(source_file, Event)`.
 """
 
 from __future__ import annotations
@@ -26,11 +33,23 @@ import pyarrow as pa
 
 from footprint_audit.schemas.events import Event
 
+from .envelopes import event_read_again
+
 __all__ = ["encode_held", "decode_held", "hold", "pack_held", "unpack_held"]
+
+_LENGTH = struct.Struct("<I")
 
 
 def encode_held(source: str, ev: Event) -> bytes:
-    """`(source, Event)` as bytes: `j` + an orjson array, or `p` + a pickle when JSON cannot hold it exactly."""
+    """`(source, Event)` as bytes: `l` + the bytes it was read from (`Event.raw`), else `j` + an orjson
+    array, or `p` + a pickle when JSON cannot hold it exactly."""
+    if ev.raw is not None:
+        try:
+            head = orjson.dumps([source, ev.index])
+        except (TypeError, orjson.JSONEncodeError):  # a file name with a lone surrogate
+            pass
+        else:
+            return b"".join((b"l", _LENGTH.pack(len(head)), head, ev.raw))
     item = [source, ev.index, ev.type, ev.payload, ev.meta]
     try:
         raw = orjson.dumps(item)
@@ -43,8 +62,14 @@ def encode_held(source: str, ev: Event) -> bytes:
 
 def decode_held(encoded: bytes) -> tuple[str, Event]:
     """The inverse of `encode_held`."""
-    if encoded[:1] == b"j":
-        source, index, kind, payload, meta = orjson.loads(memoryview(encoded)[1:])  # a view: no copy
+    kind = encoded[:1]
+    if kind == b"l":
+        (n,) = _LENGTH.unpack_from(encoded, 1)
+        view = memoryview(encoded)  # views: no copies
+        source, index = orjson.loads(view[5 : 5 + n])
+        return source, event_read_again(view[5 + n :], index)
+    if kind == b"j":
+        source, index, kind, payload, meta = orjson.loads(memoryview(encoded)[1:])
         return source, Event(index, kind, payload, meta)
     return pickle.loads(encoded[1:])
 
@@ -52,9 +77,6 @@ def decode_held(encoded: bytes) -> tuple[str, Event]:
 def hold(source: str, ev: Event) -> tuple[str, bytes]:
     """An event as the streaming join takes it: `(type, encode_held(source, ev))`."""
     return ev.type, encode_held(source, ev)
-
-
-_LENGTH = struct.Struct("<I")
 
 
 def pack_held(held: list[bytes]) -> bytes:
