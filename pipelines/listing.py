@@ -11,29 +11,49 @@ Role:    the job's graph holds the patterns only, never the file list, so it sta
          error. Each file becomes one `(name bytes, size)` element: the OS's bytes of
          its name (`os.fsencode`, so a name that is not UTF-8 crosses Beam's coders
          intact) and its size; a file named by several patterns is listed once.
-Emits:   `(bytes, int)` per input file (`pipelines.reassess` spreads them over the workers).
+Emits:   `(bytes, int)` per input file (`pipelines.reassess` spreads them over the workers),
+         and their total size (`TOTAL_BYTES`: the readings' number of files follows it).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Any, Iterator
 
 import apache_beam as beam
 
 from .errors import UsageError
 from .inputs import iter_inputs
 
-__all__ = ["ListInputs"]
+__all__ = ["ListInputs", "TOTAL_BYTES"]
 
 
-class _ListPatternFn(beam.DoFn):
-    """One pattern → `(os.fsencode(path), size)` of each input it names."""
+#: `ListInputs`' second output: the listed files' total size in bytes, one number.
+TOTAL_BYTES = "total_bytes"
 
-    def __init__(self, output: str | None) -> None:
+
+class _ListPatternsFn(beam.DoFn):
+    """Impulse's one element → `(os.fsencode(path), size)` of each input file the patterns name, each
+    file once, then their total size (`TOTAL_BYTES`)."""
+
+    def __init__(self, patterns: list[str], output: str | None) -> None:
+        self.patterns = list(dict.fromkeys(patterns))  # a pattern given twice is listed once
         self.output = output
 
-    def process(self, pattern: str) -> Iterator[tuple[bytes, int]]:
+    def process(self, _impulse: bytes) -> Iterator[Any]:
+        seen: set[bytes] | None = set() if len(self.patterns) > 1 else None  # a file two patterns name
+        total = 0
+        for pattern in self.patterns:
+            for name, size in self._listed(pattern):
+                if seen is not None:
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                total += size
+                yield name, size
+        yield beam.pvalue.TaggedOutput(TOTAL_BYTES, total)
+
+    def _listed(self, pattern: str) -> Iterator[tuple[bytes, int]]:
         try:
             for path, size in iter_inputs(pattern, self.output):
                 yield os.fsencode(path), size
@@ -43,21 +63,21 @@ class _ListPatternFn(beam.DoFn):
             yield os.fsencode(pattern), 0
 
 
-def _first(item: tuple[bytes, object]) -> tuple[bytes, int]:
-    name, sizes = item
-    return name, max(sizes)
-
-
 class ListInputs(beam.PTransform):
-    """`--input` patterns (a PCollection of str) → `(name bytes, size)` of each input file."""
+    """The `--input` patterns → `(name bytes, size)` of each input file (the main output) and
+    their total size (`TOTAL_BYTES`: one number, made in the same step, so a job that needs it
+    before it reads waits for no other stage). Applied to the pipeline: one step lists every
+    pattern, on one worker."""
 
-    def __init__(self, output: str | None, several: bool) -> None:
+    def __init__(self, patterns: list[str], output: str | None) -> None:
         super().__init__()
+        self.patterns = list(patterns)
         self.output = output
-        self.several = several
 
-    def expand(self, patterns: beam.PCollection) -> beam.PCollection:
-        files = patterns | "ListEachPattern" >> beam.ParDo(_ListPatternFn(self.output))
-        if self.several:  # a file two patterns name is read once
-            files = files | "OncePerFile" >> beam.GroupByKey() | "OneSize" >> beam.Map(_first)
-        return files
+    def expand(self, begin: beam.pvalue.PBegin) -> beam.pvalue.DoOutputsTuple:
+        return (
+            begin
+            | "Impulse" >> beam.Impulse()
+            | "ListPatterns" >> beam.ParDo(_ListPatternsFn(self.patterns, self.output)).with_outputs(
+                TOTAL_BYTES, main="files")
+        )

@@ -77,7 +77,7 @@ from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs
 from .background import Background
-from .listing import ListInputs
+from .listing import TOTAL_BYTES, ListInputs
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
@@ -176,18 +176,19 @@ def build_pipeline(
     `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     """
     # --- listing on the workers ---
-    files = (
-        p
-        | "InputPatterns" >> beam.Create(list(inputs), reshuffle=False)
-        | "ListInputs" >> ListInputs(output, len(set(inputs)) > 1)
-    )
+    listing = p | "ListInputs" >> ListInputs(list(inputs), output)
+    files = listing.files
     listed = files | "SpreadFiles" >> beam.Reshuffle() if spread else files
-    # On the local runner (`spill` given) the readings' file count is summed from the listing before
-    # it is spread, so with workers it is ready when the read stage starts, and the readings are
-    # batched there (one stage, in parallel) instead of waiting for it whole in the launcher. On
-    # Flink and Dataflow it is summed after the spread, as the graph's shuffles were sized for
-    # (a Flink cluster's default network buffers refused the other graph at parallelism 2).
-    shards_by_size = (files if spill is not None else listed) | "ReadingsShards" >> _ShardsBySize()
+    # On the local runner (`spill` given) the readings' file count follows the total the listing step
+    # itself gives, so it is ready when the read stage starts (no stage of its own, which costs
+    # every worker a round trip), and the readings are batched there (one stage, in parallel)
+    # instead of waiting for it whole in the launcher. On Flink and Dataflow it is summed after the
+    # spread, as the graph's shuffles were sized for (a Flink cluster's default network buffers
+    # refused a graph that sized it before the spread, at parallelism 2).
+    if spill is not None:
+        shards_by_size = listing[TOTAL_BYTES] | "ReadingsShards" >> beam.Map(shards_for)
+    else:
+        shards_by_size = listed | "ReadingsShards" >> _ShardsBySize()
     readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     # --- end of listing ---
