@@ -77,7 +77,7 @@ from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs
 from .background import Background
-from .listing import TOTAL_BYTES, ListInputs
+from .listing import TOTAL_BYTES, ListInputs, SpreadFiles
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
@@ -158,6 +158,7 @@ def build_pipeline(
     spill: str | None = None,
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
     partition_by: str | None = None,
+    workers: int = 1,
 ) -> None:
     """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
@@ -174,11 +175,15 @@ def build_pipeline(
     the streams' run counts (`transforms.spill_counts`) and the writer's batches;
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
     `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
+    `workers`: the local runner's worker processes, which the spread files are shared among.
     """
     # --- listing on the workers ---
     listing = p | "ListInputs" >> ListInputs(list(inputs), output)
     files = listing.files
-    listed = files | "SpreadFiles" >> beam.Reshuffle() if spread else files
+    if spread:  # local runner: in balanced shares of bytes (`SpreadFiles`); Flink, Dataflow: shuffled
+        listed = files | "SpreadFiles" >> (SpreadFiles(workers) if spill is not None else beam.Reshuffle())
+    else:
+        listed = files
     # On the local runner (`spill` given) the readings' file count follows the total the listing step
     # itself gives, so it is ready when the read stage starts (no stage of its own, which costs
     # every worker a round trip), and the readings are batched there (one stage, in parallel)
@@ -438,7 +443,8 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
                            not args.no_progress, output=target.out,
                            spill=None if spill is None else os.path.join(spill, f"job-{jobs}"),
-                           max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by)
+                           max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by,
+                           workers=1 if again and pool is not None else workers)
             pipeline.run().wait_until_finish()
 
         if plan is None:
