@@ -166,7 +166,7 @@ def build_pipeline(
     (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
     the job's output folder, never read. `shards`: readings files (0: by the input's
     size, worked out as the job runs). `spread`: hand the listed files out to the
-    workers (a reshuffle); the launcher always does, one local worker too: the
+    workers (local runner: `listing.SpreadFiles`; else a reshuffle); the launcher always does, one local worker too: the
     readings' and dead letters' file count, summed from the listing before the spread, is
     then ready when the read stage starts, so their rows are batched there as they are made
     (without it the local runner keeps every row of the stage and batches them in a stage
