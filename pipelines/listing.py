@@ -11,8 +11,9 @@ Role:    the job's graph holds the patterns only, never the file list, so it sta
          error. Each file becomes one `(name bytes, size)` element: the OS's bytes of
          its name (`os.fsencode`, so a name that is not UTF-8 crosses Beam's coders
          intact) and its size; a file named by several patterns is listed once.
-Emits:   `(bytes, int)` per input file (`pipelines.reassess` spreads them over the workers),
-         and their total size (`TOTAL_BYTES`: the readings' number of files follows it).
+Emits:   `(bytes, int)` per input file, and their total size (`TOTAL_BYTES`: the
+         readings' number of files follows it). `SpreadFiles` hands the files out to the
+         local runner's workers in about equal shares of bytes.
 """
 
 from __future__ import annotations
