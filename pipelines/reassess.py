@@ -166,9 +166,9 @@ def build_pipeline(
     (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
     the job's output folder, never read. `shards`: readings files (0: by the input's
     size, worked out as the job runs). `spread`: hand the listed files out to the
-    workers (local runner: `listing.SpreadFiles`; else a reshuffle); the launcher always does, one local worker too: the
-    readings' and dead letters' file count, summed from the listing before the spread, is
-    then ready when the read stage starts, so their rows are batched there as they are made
+    workers (local runner: `listing.SpreadFiles`; else a reshuffle); the launcher always
+    does, one local worker too: the readings' and dead letters' file count, from the total
+    the listing gives, is then ready when the read stage starts, so their rows are batched there as they are made
     (without it the local runner keeps every row of the stage and batches them in a stage
     of their own afterwards: 0.4 s of a 4.6 s job on 100 MB of recordings, one core). `spill`: a local folder for the join's spill files
     (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`),
@@ -438,13 +438,14 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             when the pool served the first (its workers serve one job each)."""
             nonlocal jobs
             jobs += 1
-            opts, run_on = _pipeline_options(beam_args, 1, None) if again and pool is not None else (options, runner)
+            alone = again and pool is not None
+            opts, run_on = _pipeline_options(beam_args, 1, None) if alone else (options, runner)
             pipeline = beam.Pipeline(runner=run_on, options=opts)
             build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
                            not args.no_progress, output=target.out,
                            spill=None if spill is None else os.path.join(spill, f"job-{jobs}"),
                            max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by,
-                           workers=1 if again and pool is not None else workers)
+                           workers=1 if alone else workers)
             pipeline.run().wait_until_finish()
 
         if plan is None:

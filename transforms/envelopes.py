@@ -95,8 +95,8 @@ def _lone_surrogates_replaced(data: bytes) -> bytes:
     return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
 
 
-def _parse_utf8_safe(text: bytes) -> Any:
-    """`parse_json` with lone surrogate escapes read as U+FFFD.
+def _parse_utf8_safe(text: bytes | memoryview) -> Any:
+    """`parse_json` with lone surrogate escapes read as U+FFFD (raises `JSONError` for text that is not JSON).
 
     orjson refuses lone surrogates, so text it parses has none and needs no
     rewrite; only text it refuses goes through the rewrite and the exact parser.
@@ -104,7 +104,7 @@ def _parse_utf8_safe(text: bytes) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return parse_json(_lone_surrogates_replaced(text))
+        return parse_json(_lone_surrogates_replaced(bytes(text)))  # bytes(): no copy of bytes
 
 
 def _js_kind(value: Any) -> str:
@@ -224,12 +224,9 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
     it refuses goes through the rewrite and `parse_json`'s exact path.
     """
     try:
-        element = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            element = parse_json(_lone_surrogates_replaced(data))
-        except JSONError as exc:
-            return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
+        element = _parse_utf8_safe(data)
+    except JSONError as exc:
+        return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
     if len(data) > MAX_EVENT_DEPTH and _maybe_too_deep(data) and not _writes_back(element):
         depth = _depth_over(element)
         if depth is not None:
@@ -243,14 +240,10 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
 def event_read_again(data: bytes | memoryview, index: int) -> Event:
     """The `Event` that `_event_from_bytes` made of `data` at `index`, made again from the same bytes.
 
-    Parsed as it was (orjson, else the lone-surrogate rewrite and `parse_json`), without the
-    size and depth checks it passed then. Raises ValueError if `data` is not an event.
+    Parsed as it was (`_parse_utf8_safe`), without the size and depth checks it passed then.
+    Raises ValueError if `data` is not an event.
     """
-    try:
-        element = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        element = parse_json(_lone_surrogates_replaced(bytes(data)))
-    item = check_envelope(element, index, "")
+    item = check_envelope(_parse_utf8_safe(data), index, "")
     if type(item) is not Event:
         raise ValueError(f"held bytes of event {index} are not an event")
     return item
