@@ -69,6 +69,7 @@ from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.spill_counts import SpillLineRunRows
 from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from footprint_audit.transforms.worker_gc import tune_gc
+from footprint_audit.transforms.memory import leave_huge_pages_off
 from footprint_audit.transforms.write import WriteTables
 
 from . import incremental, output, version
@@ -356,6 +357,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
     dead-letter rate, 130 interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
+    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     out = args.output

@@ -47,6 +47,7 @@ from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
 from footprint_audit.transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
 from footprint_audit.transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
 from footprint_audit.transforms.worker_gc import tune_gc
+from footprint_audit.transforms.memory import leave_huge_pages_off
 
 from . import flink_state
 from .errors import UsageError, failure_sentence
@@ -258,6 +259,7 @@ def _check(args: argparse.Namespace) -> None:
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
+    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     try:

@@ -9,17 +9,30 @@ in the process's resident size. Arrow's pool is asked to release what it holds u
 (`MemoryPool.release_unused`), and glibc's `malloc_trim(0)` returns the free pages of
 every arena; where the C library has no `malloc_trim` (musl, macOS) only Arrow's pool
 is asked.
+
+`leave_huge_pages_off()` (the launchers, first thing, so that the local runner's forked or
+spawned workers inherit it) asks Linux to give this process no transparent huge pages: on a
+machine whose kernel hands out 2 MiB pages to every process (`/sys/kernel/mm/transparent_hugepage/enabled`
+set to `always`), the job spent much of its kernel time zeroing and splitting them for memory it
+touched in small pieces and gave back (bench/README.md, "Transparent huge pages"). Set
+`FOOTPRINT_AUDIT_HUGE_PAGES=default` in the environment to keep the system's setting.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import sys
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["give_back_memory", "release_arrow_memory"]
+__all__ = ["give_back_memory", "release_arrow_memory", "leave_huge_pages_off", "HUGE_PAGES_ENV"]
+
+#: Environment variable: `default` keeps the system's transparent huge pages for the job.
+HUGE_PAGES_ENV = "FOOTPRINT_AUDIT_HUGE_PAGES"
+_PR_SET_THP_DISABLE = 41  # prctl(2)
 
 
 def _malloc_trim() -> Any:
@@ -34,6 +47,27 @@ def _malloc_trim() -> Any:
 
 
 _TRIM = _malloc_trim()
+
+
+def _prctl() -> Any:
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def leave_huge_pages_off() -> bool:
+    """Ask Linux for no transparent huge pages in this process and the processes it starts from
+    now on (`PR_SET_THP_DISABLE`). True when it was set; False where it cannot be (not Linux, a
+    kernel before 3.15) or `$FOOTPRINT_AUDIT_HUGE_PAGES` is `default`. Nothing else changes."""
+    if os.environ.get(HUGE_PAGES_ENV, "").strip().lower() == "default" or not sys.platform.startswith("linux"):
+        return False
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    return prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
 
 
 def release_arrow_memory() -> None:
