@@ -13,8 +13,8 @@ is asked.
 `leave_huge_pages_off()` (the launchers, first thing, so that the local runner's forked or
 spawned workers inherit it) asks Linux to give this process no transparent huge pages: on a
 machine whose kernel hands out 2 MiB pages to every process (`/sys/kernel/mm/transparent_hugepage/enabled`
-set to `always`), the job spent much of its kernel time zeroing and splitting them for memory it
-touched in small pieces and gave back (bench/README.md, "Transparent huge pages"). Set
+set to `always`), part of the job's kernel time went to zeroing and splitting them for memory it
+touched in small pieces and gave back (bench/README.md, "Seventh round: transparent huge pages"). Set
 `FOOTPRINT_AUDIT_HUGE_PAGES=default` in the environment to keep the system's setting.
 """
 
@@ -35,27 +35,26 @@ HUGE_PAGES_ENV = "FOOTPRINT_AUDIT_HUGE_PAGES"
 _PR_SET_THP_DISABLE = 41  # prctl(2)
 
 
-def _malloc_trim() -> Any:
+def _libc() -> Any:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(ctypes.util.find_library("c") or None)
+    except OSError:
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
 
 
-_TRIM = _malloc_trim()
-
-
-def _prctl() -> Any:
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+def _libc_function(libc: Any, name: str, *argtypes: Any) -> Any:
+    """The C library's function `name` (an `int` result), or None where the library has none."""
+    function = getattr(libc, name, None)
+    if function is None:
         return None
-    prctl.restype = ctypes.c_int
-    return prctl
+    function.argtypes = list(argtypes)
+    function.restype = ctypes.c_int
+    return function
+
+
+_LIBC = _libc()
+_TRIM = _libc_function(_LIBC, "malloc_trim", ctypes.c_size_t)
+_PRCTL = _libc_function(_LIBC, "prctl", ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
 
 
 def leave_huge_pages_off() -> bool:
@@ -64,10 +63,7 @@ def leave_huge_pages_off() -> bool:
     kernel before 3.15) or `$FOOTPRINT_AUDIT_HUGE_PAGES` is `default`. Nothing else changes."""
     if os.environ.get(HUGE_PAGES_ENV, "").strip().lower() == "default" or not sys.platform.startswith("linux"):
         return False
-    prctl = _prctl()
-    if prctl is None:
-        return False
-    return prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
+    return _PRCTL is not None and _PRCTL(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
 
 
 def release_arrow_memory() -> None:
