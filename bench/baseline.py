@@ -6,8 +6,9 @@ same input with the same pure functions the pipeline uses —
 (recording runs, in place) and `classify_event` + `join_call_events` (event
 streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
 pipeline's side input makes them), `transforms.reading_rows.reading_row` (call →
-row), and pyarrow with `schemas.tables` (sorted, sharded, zstd Parquet, as
-`transforms.write` lays them out) — so its tables equal the Beam job's.
+row), and pyarrow with `schemas.tables` (sharded, sorted with Arrow and written
+as zstd Parquet, as `transforms.write` does) — so its tables equal the Beam job's.
+`tests/test_bench_smoke.py` checks the Arrow sort against the rows sorted in Python.
 
     python -m bench.baseline --input bench/data/rec-100mb --output /tmp/base-out \\
         --declarations bench/data/rec-100mb.declarations.json
@@ -54,7 +55,7 @@ from footprint_audit.transforms.calls import (  # noqa: E402
 from footprint_audit.transforms.reading_rows import reading_row  # noqa: E402
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
-from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_rows  # noqa: E402
+from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs"]
 
@@ -140,7 +141,7 @@ def write_tables(out: str, tables: dict[str, tuple[list[dict], int]]) -> None:
         folder = Path(out) / table
         folder.mkdir(parents=True, exist_ok=True)
         for shard, part in by_shard.items():
-            arrow = rows_to_arrow(table, sort_rows(table, part))
+            arrow = sort_arrow(table, rows_to_arrow(table, part))  # sorted with Arrow, as the job's writer does
             pq.write_table(arrow, folder / part_name(shard, shards), compression="zstd")
 
 

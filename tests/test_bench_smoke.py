@@ -3,7 +3,8 @@
 Never timing: nothing here asserts a speed. It checks that the generator is
 seeded and covers what it promises, that the plain-Python baseline and the
 Beam job give the same tables on generated input (recordings and event
-streams), that the batched Arrow writer orders rows as `sort_rows` does, and
+streams), that the batched Arrow writer and the baseline's files order rows as
+`sort_rows` does, and
 that the readers, stateful-join and one-command harnesses run.
 """
 
@@ -93,6 +94,23 @@ def test_batched_arrow_writes_sort_as_sort_rows():
     arrow = ipc_to_table(rows_to_ipc("dead_letters", rows))
     assert arrow.schema.equals(TABLES["dead_letters"])
     assert sort_arrow("dead_letters", arrow).to_pylist() == sort_rows("dead_letters", list(rows))
+
+
+def test_baseline_files_hold_their_rows_in_sort_rows_order(generated):
+    """The baseline sorts with Arrow (`sort_arrow`), as the job's writer does: each of its files holds
+    its rows in the order `sort_rows` gives the same rows in Python."""
+    import pyarrow.parquet as pq
+
+    layout, tmp, _stats, decl = generated
+    out = tmp / "base-order"
+    baseline.run_baseline([p for p, _ in baseline.list_inputs(str(tmp / "in"))], str(out),
+                          load_declarations(decl), shards=2)
+    files = sorted(out.rglob("*.parquet"))
+    assert {f.parent.name for f in files} == {"readings", "dead_letters", "runs"}
+    for f in files:
+        rows = pq.read_table(f).to_pylist()
+        assert len(rows) > 1, f
+        assert rows == sort_rows(f.parent.name, list(rows)), f
 
 
 def test_readers_and_stateful_workers_run(generated):
