@@ -22,7 +22,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 
@@ -43,6 +43,7 @@ from footprint_audit.transforms.accounting import (  # noqa: E402
     document_run_row,
     run_row,
 )
+from footprint_audit.transforms.call_types import Call  # noqa: E402
 from footprint_audit.transforms.calls import (  # noqa: E402
     CALL,
     NOT_NEEDED,
@@ -57,7 +58,7 @@ from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_sou
 from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
 from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow  # noqa: E402
 
-__all__ = ["run_baseline", "list_inputs"]
+__all__ = ["run_baseline", "list_inputs", "StreamKeys", "write_tables"]
 
 BYTES_PER_SHARD = 256 << 20  # as pipelines.reassess
 
@@ -77,6 +78,50 @@ def _add(counts: dict, key: tuple, part: RunCounts) -> None:
     counts[key] = part if have is None else add_counts([have, part])
 
 
+class StreamKeys:
+    """The event streams' items as the job keys them: call events grouped by `(run_id, tool_call_id)`
+    in a dict, the run facts' events per run, the `runs` counts and the dead letters."""
+
+    def __init__(self) -> None:
+        self.keyed: dict[tuple[str, str], list[tuple[str, Event]]] = {}
+        self.fact_events: dict[str, list[tuple[str, Event]]] = {}
+        self.counts: dict[tuple[str, str], RunCounts] = {}
+        self.dead: list[dict] = []
+        self.events = 0
+
+    def add(self, path: str, fmt: str, item: Event | Any) -> None:
+        """One item of a JSON Lines / SSE file (an `Event` or a `DeadLetter`)."""
+        if not isinstance(item, Event):
+            self.dead.append(item.row())
+            if item.run_id is not None:
+                self.events += 1
+                _add(self.counts, (item.run_id, path), dead_letter_counts(fmt))
+            return
+        self.events += 1
+        ev = item
+        run_id = ev.run_id
+        kind = count_event(counts_for(self.counts, run_id, path, fmt), ev)
+        if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
+            self.fact_events.setdefault(run_id, []).append((path, ev))
+        if kind is CALL:
+            self.keyed.setdefault((run_id, ev.payload["toolCallId"]), []).append((path, ev))
+        elif kind is not NOT_NEEDED:
+            self.dead.append(dead_letter_of(path, ev, *kind).row())
+
+    def joined_calls(self) -> Iterator[Call]:
+        """Each keyed call's events joined (`join_call_events`, with its run's facts), counted."""
+        facts = {run_id: _facts(evs) for run_id, evs in self.fact_events.items()}
+        for (run_id, call_id), items in self.keyed.items():
+            calls = join_call_events(run_id, call_id, items, facts.get(run_id))
+            count_joined(self.counts, run_id, items, calls)
+            yield from calls
+        self.keyed.clear()
+
+    def run_rows(self) -> list[dict]:
+        """The `runs` rows of the streams' runs (after `joined_calls`)."""
+        return [run_row(run_id, source, c.format or "event-stream", c) for (run_id, source), c in self.counts.items()]
+
+
 def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
     """Read, join, read calls and write the three tables under `out`; returns counts."""
@@ -85,9 +130,7 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
     readings: list[dict] = []
     dead: list[dict] = []
     runs: list[dict] = []
-    keyed: dict[tuple[str, str], list[tuple[str, Event]]] = {}
-    fact_events: dict[str, list[tuple[str, Event]]] = {}
-    counts: dict[tuple, RunCounts] = {}
+    streams = StreamKeys()
     events = 0
     for path in files:
         opened = open_source(path, max_event_bytes)
@@ -104,30 +147,11 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
             continue
         fmt, items = opened
         for item in items:
-            if not isinstance(item, Event):
-                dead.append(item.row())
-                if item.run_id is not None:
-                    events += 1
-                    _add(counts, (item.run_id, path), dead_letter_counts(fmt))
-                continue
-            events += 1
-            ev = item
-            run_id = ev.run_id
-            kind = count_event(counts_for(counts, run_id, path, fmt), ev)
-            if ev.type in RUN_EVENT_TYPES or (ev.type == PERMISSION_CHECK and kind is NOT_NEEDED):
-                fact_events.setdefault(run_id, []).append((path, ev))
-            if kind is CALL:
-                keyed.setdefault((run_id, ev.payload["toolCallId"]), []).append((path, ev))
-            elif kind is not NOT_NEEDED:
-                dead.append(dead_letter_of(path, ev, *kind).row())
-    facts = {run_id: _facts(evs) for run_id, evs in fact_events.items()}
-    for (run_id, call_id), items in keyed.items():
-        calls = join_call_events(run_id, call_id, items, facts.get(run_id))
-        readings.extend(reading_row(call, rows_at_for) for call in calls)
-        count_joined(counts, run_id, items, calls)
-    for (run_id, source), c in counts.items():
-        runs.append(run_row(run_id, source, c.format or "event-stream", c))
-    keyed.clear()
+            streams.add(path, fmt, item)
+    readings.extend(reading_row(call, rows_at_for) for call in streams.joined_calls())
+    dead.extend(streams.dead)
+    runs.extend(streams.run_rows())
+    events += streams.events
     write_tables(out, {"readings": (readings, shards), "dead_letters": (dead, 1), "runs": (runs, 1)})
     return {"events": events, "readings": len(readings), "dead_letters": len(dead), "runs": len(runs)}
 

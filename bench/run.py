@@ -24,7 +24,10 @@ Benchmarks (`--only` picks some):
 * `onemb`     — peak RSS of the Beam job on one run holding one 1 MB result
                  value, against the same run with a 1 KB value;
 * `big`       — (only when named, or with `--big SIZE`) peak RSS of the Beam
-                 job on a large recordings input (2 GB: several minutes).
+                 job on a large recordings input (2 GB: several minutes);
+* `phases`    — (only when named) the plain path phase by phase on both layouts
+                 (`bench/phases.py`): each phase's marginal CPU over the floor's, so
+                 a target in "x floor" can be set against the work it must hold.
 
 Events are counted from the output tables (`sum(runs.events)` plus the dead
 letters that belong to no run), the same for the baseline and Beam; MB are
@@ -254,8 +257,14 @@ def _worker_stateful(args: argparse.Namespace) -> dict:
     return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "events": len(elements), "readings": readings}
 
 
+def _worker_phases(args: argparse.Namespace) -> dict:
+    from bench.phases import run_phases
+
+    return run_phases(args.input, args.output, args.declarations)
+
+
 WORKERS = {"readers": _worker_readers, "baseline": _worker_baseline, "beam": _worker_beam, "stateful": _worker_stateful,
-           "floor": _worker_floor}
+           "floor": _worker_floor, "phases": _worker_phases}
 
 
 def _vm_hwm() -> int:
@@ -568,6 +577,9 @@ def main(argv: list[str] | None = None) -> int:
         results["fixed"] = bench_fixed(table, data, args)
     if "onemb" in only:
         results["onemb"] = bench_onemb(table, data, args)
+    if "phases" in only:
+        phases_table = bench_phases(data, size, args)
+        results["phases"] = phases_table["results"]
     if "big" in only:
         big = parse_size(args.big)
         pattern, decl = dataset("recordings", big, args.seed, data)
@@ -581,11 +593,51 @@ def main(argv: list[str] | None = None) -> int:
         table.add("reassess, recording files: Beam memory", f"{nbytes / 1e6:,.0f} MB, {counts['events']:,} ev",
                   f"{secs:.1f}", f"{counts['events'] / secs:,.0f}", f"{nbytes / 1e6 / secs:.1f}",
                   _fmt_rss(r["peak_rss"]), "", "", "peak RSS < 2 GiB", "yes" if r["peak_rss"] < TARGET_BIG_RSS else "NO")
-    print()
-    print(table.render())
+    if table.rows:
+        print()
+        print(table.render())
+    if "phases" in only:
+        print()
+        print(phases_table["text"])
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     return 0
+
+
+def bench_phases(data: Path, size: int, args: argparse.Namespace) -> dict:
+    """`bench.phases` on both layouts, the big and the small input alternated, `--runs` times: each
+    phase's median marginal CPU (big minus small) and its ratio to the floor's, as a text table."""
+    from bench.phases import PHASES
+
+    names = ("floor",) + PHASES + ("values",)
+    results: dict[str, Any] = {}
+    for layout in ("recordings", "stream"):
+        pattern, decl = dataset(layout, size, args.seed, data)
+        small, _ = dataset(layout, SMALL, args.seed, data)
+        big_runs, small_runs = [], []
+        with tempfile.TemporaryDirectory(prefix="bench-phases-") as tmp:
+            for i in range(args.runs):
+                for where, runs in ((pattern, big_runs), (small, small_runs)):
+                    out = os.path.join(tmp, f"{len(runs)}-{i}")
+                    runs.append(spawn("phases", args.cpu, input=where, output=out, declarations=decl))
+                    shutil.rmtree(out, ignore_errors=True)
+        marginal = {n: statistics.median(r["cpu"][n] for r in big_runs) - statistics.median(r["cpu"][n] for r in small_runs)
+                    for n in names}
+        marginal["plain path"] = sum(marginal[n] for n in PHASES)
+        results[layout] = {"marginal_cpu": marginal, "calls": big_runs[0]["calls"],
+                           "runs": [r["cpu"] for r in big_runs], "small_runs": [r["cpu"] for r in small_runs]}
+    head = ["phase", "recordings CPU s", "x floor", "JSON Lines/SSE CPU s", "x floor"]
+    rows = [head]
+    for n in names[:-1] + ("plain path", "values"):
+        row = [n if n != "values" else "values (inside readers)"]
+        for layout in ("recordings", "stream"):
+            m = results[layout]["marginal_cpu"]
+            row += [f"{m[n]:.3f}", f"{m[n] / m['floor']:.2f}"]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return {"results": results, "text": "\n".join(lines)}
 
 
 def bench_onemb(table: Table, data: Path, args: argparse.Namespace) -> dict:

@@ -113,6 +113,21 @@ def test_baseline_files_hold_their_rows_in_sort_rows_order(generated):
         assert rows == sort_rows(f.parent.name, list(rows)), f
 
 
+def test_phases_do_the_baselines_work(generated):
+    """`bench.phases` times the baseline's work phase by phase: the same tables, every phase timed."""
+    from bench.phases import PHASES, run_phases
+
+    layout, tmp, _stats, decl = generated
+    base_out, phases_out = tmp / "base-phases", tmp / "phases"
+    counts = baseline.run_baseline([p for p, _ in baseline.list_inputs(str(tmp / "in"))], str(base_out),
+                                   load_declarations(decl), shards=1)
+    res = run_phases(str(tmp / "in"), str(phases_out), decl)
+    assert set(res["cpu"]) == {"floor", "values", *PHASES} and all(v >= 0 for v in res["cpu"].values())
+    assert res["readings"] == res["calls"] == counts["readings"] > 0 and 0 < res["values"] <= res["calls"]
+    for table in ("readings", "dead_letters", "runs"):
+        assert load_table(phases_out, table) == load_table(base_out, table), table
+
+
 def test_readers_and_stateful_workers_run(generated):
     layout, tmp, _stats, _decl = generated
     if layout == "stream":  # the stateful join replays event streams
@@ -137,6 +152,22 @@ def test_the_one_command_runs_on_a_tiny_input(tmp_path):
     assert set(results) >= {"readers", "recordings", "stream", "stateful", "onemb"}
     assert results["recordings"]["equal"] and results["stream"]["equal"]
     assert "benchmark" in out.stdout
+
+
+def test_the_one_command_runs_the_phases(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--only", "phases", "--size", "200KB", "--runs", "1",
+         "--data", str(tmp_path), "--json", str(tmp_path / "r.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((tmp_path / "r.json").read_text())["phases"]
+    for layout in ("recordings", "stream"):
+        marginal = results[layout]["marginal_cpu"]
+        assert {"floor", "read", "readers", "write", "plain path", "values"} <= set(marginal)
+        assert results[layout]["calls"] > 0
+    assert out.stdout.splitlines()[1].startswith("phase ") and "plain path" in out.stdout
 
 
 def test_the_report_benchmark_reads_the_repeated_readings(tmp_path, capsys):

@@ -1,0 +1,114 @@
+"""The plain path phase by phase: what each step of the work costs, against the parse floor.
+
+Role: the evidence for how much room a target in "x floor" leaves. One process (pinned
+by `bench.run --only phases`) runs the floor (`bench.run.floor_parse`) and then the
+baseline's work (`bench/baseline.py`: the job's own functions, no Beam) on the same
+files, one phase after another, each timed alone in CPU seconds:
+
+* `read`: every file opened and sniffed, every event parsed and checked into an `Event`
+  or a dead letter (`open_source`, JSON Lines / SSE items drained); the floor's work is
+  part of it;
+* `key`: recording runs joined in place (`join_run`); stream items counted and grouped
+  per call (`baseline.StreamKeys.add`);
+* `join`: each stream call's events joined (`StreamKeys.joined_calls`);
+* `readers`: one `readings` row per call (`reading_row`, the three readers inside);
+* `rows`: the `dead_letters` and `runs` rows;
+* `write`: each table's rows to Arrow, sorted with Arrow, one zstd Parquet file
+  (`rows_to_arrow`, `sort_arrow`, `write_arrow_file`: the job's writer path, without its
+  shuffle);
+* `values`: apart from the sum, each read call's value text parsed once with orjson:
+  the part of `readers` that is parsing, which the floor does not count (a result is a
+  string inside the event).
+
+Phases hold their results for the next one, so this measures a whole input in memory
+(100 MB inputs: a few hundred MB); the baseline and the job stream what they can.
+
+    .venv/bin/python -m bench.run --only phases --runs 3        # both layouts, 100 MB and 1 MB
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.baseline import StreamKeys, list_inputs
+from bench.run import floor_parse
+from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.schemas.events import SourceFile
+from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.calls import join_run
+from footprint_audit.transforms.reading_rows import reading_row
+from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source
+from footprint_audit.transforms.worker_gc import tune_gc
+from footprint_audit.transforms.write import part_name, rows_to_arrow, sort_arrow, write_arrow_file
+
+__all__ = ["PHASES", "run_phases"]
+
+#: The phases in order; their sum is the plain path's work (`floor` and `values` are apart from it).
+PHASES = ("read", "key", "join", "readers", "rows", "write")
+
+
+def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
+    """CPU seconds of the floor, each phase and `values` on the input `pattern`; tables under `out`."""
+    files = [p for p, _ in list_inputs(pattern)]
+    rows_at_for = load_declarations(declarations).rows_at_for
+    tune_gc()  # as the job and the baseline do
+    clock = time.process_time
+    cpu: dict[str, float] = {}
+
+    t = clock()
+    floor_parse(files)
+    cpu["floor"] = clock() - t
+
+    t = clock()
+    opened = [(path, open_source(path, DEFAULT_MAX_EVENT_BYTES)) for path in files]
+    documents = [o for _, o in opened if isinstance(o, SourceFile)]
+    streams = [(path, o[0], list(o[1])) for path, o in opened if not isinstance(o, SourceFile)]
+    cpu["read"] = clock() - t
+
+    t = clock()
+    runs = [(run, join_run(run)) for doc in documents for run in doc.runs]
+    calls = [call for _, joined in runs for call in joined.calls]
+    keys = StreamKeys()
+    for path, fmt, items in streams:
+        for item in items:
+            keys.add(path, fmt, item)
+    cpu["key"] = clock() - t
+
+    t = clock()
+    calls.extend(keys.joined_calls())
+    cpu["join"] = clock() - t
+
+    t = clock()
+    readings = [reading_row(call, rows_at_for) for call in calls]
+    cpu["readers"] = clock() - t
+
+    t = clock()
+    dead = [dl.row() for doc in documents for dl in doc.dead_letters]
+    dead += [dl.row() for run, joined in runs for dl in run.dead_letters + joined.dead_letters]
+    dead += keys.dead
+    run_rows = [document_run_row(run, joined, sum(1 for c in joined.calls if c.end is not None))
+                for run, joined in runs]
+    run_rows += keys.run_rows()
+    cpu["rows"] = clock() - t
+
+    t = clock()
+    for table, rows in (("readings", readings), ("dead_letters", dead), ("runs", run_rows)):
+        folder = Path(out, table)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_arrow_file(str(folder / part_name(0, 1)), sort_arrow(table, rows_to_arrow(table, rows)))
+    cpu["write"] = clock() - t
+
+    texts = [v for v, source in (c.value_read() for c in calls) if source is not None and type(v) is str]
+    loads, error = orjson.loads, orjson.JSONDecodeError
+    t = clock()
+    for text in texts:
+        try:
+            loads(text)
+        except error:
+            pass
+    cpu["values"] = clock() - t
+    return {"cpu": cpu, "calls": len(calls), "values": len(texts), "readings": len(readings)}
