@@ -20,8 +20,9 @@ files, one phase after another, each timed alone in CPU seconds:
   the part of `readers` that is parsing, which the floor does not count (a result is a
   string inside the event).
 
-Phases hold their results for the next one, so this measures a whole input in memory
-(100 MB inputs: a few hundred MB); the baseline and the job stream what they can.
+Files are read one by one, as the baseline reads them: a document's calls are read and
+its events let go before the next file; stream call events are held until every file is
+read (the baseline's dict), then joined. The rows and the read calls' value texts (for `values`) are held.
 
     .venv/bin/python -m bench.run --only phases --runs 3        # both layouts, 100 MB and 1 MB
 """
@@ -39,6 +40,7 @@ from bench.run import floor_parse
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import SourceFile
 from footprint_audit.transforms.accounting import document_run_row
+from footprint_audit.transforms.call_types import Call
 from footprint_audit.transforms.calls import join_run
 from footprint_audit.transforms.reading_rows import reading_row
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source
@@ -63,46 +65,66 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     floor_parse(files)
     cpu["floor"] = clock() - t
 
-    t = clock()
-    opened = [(path, open_source(path, DEFAULT_MAX_EVENT_BYTES)) for path in files]
-    documents = [o for _, o in opened if isinstance(o, SourceFile)]
-    streams = [(path, o[0], list(o[1])) for path, o in opened if not isinstance(o, SourceFile)]
-    cpu["read"] = clock() - t
-
-    t = clock()
-    runs = [(run, join_run(run)) for doc in documents for run in doc.runs]
-    calls = [call for _, joined in runs for call in joined.calls]
+    # File by file, as the baseline reads (a document's events are let go once its calls are read);
+    # each phase's clock runs only while that phase works.
+    cpu.update(dict.fromkeys(PHASES, 0.0))
     keys = StreamKeys()
-    for path, fmt, items in streams:
-        for item in items:
-            keys.add(path, fmt, item)
-    cpu["key"] = clock() - t
+    texts: list[str] = []  # the read calls' value texts, for `values`
+    ncalls = 0
+    readings: list[dict] = []
+    dead: list[dict] = []
+    run_rows: list[dict] = []
+    for path in files:
+        t = clock()
+        opened = open_source(path, DEFAULT_MAX_EVENT_BYTES)
+        if not isinstance(opened, SourceFile):
+            fmt, items = opened[0], list(opened[1])
+            cpu["read"] += clock() - t
+            t = clock()
+            for item in items:
+                keys.add(path, fmt, item)
+            cpu["key"] += clock() - t
+            continue
+        cpu["read"] += clock() - t
+        t = clock()
+        runs = [(run, join_run(run)) for run in opened.runs]
+        cpu["key"] += clock() - t
+        t = clock()
+        file_calls = [call for _, joined in runs for call in joined.calls]
+        readings += [reading_row(call, rows_at_for) for call in file_calls]
+        cpu["readers"] += clock() - t
+        t = clock()
+        dead += [dl.row() for dl in opened.dead_letters]
+        dead += [dl.row() for run, joined in runs for dl in run.dead_letters + joined.dead_letters]
+        run_rows += [document_run_row(run, joined, sum(1 for c in joined.calls if c.end is not None))
+                     for run, joined in runs]
+        cpu["rows"] += clock() - t
+        texts += _value_texts(file_calls)
+        ncalls += len(file_calls)
 
     t = clock()
-    calls.extend(keys.joined_calls())
-    cpu["join"] = clock() - t
+    stream_calls = list(keys.joined_calls())
+    cpu["join"] += clock() - t
 
     t = clock()
-    readings = [reading_row(call, rows_at_for) for call in calls]
-    cpu["readers"] = clock() - t
+    readings += [reading_row(call, rows_at_for) for call in stream_calls]
+    cpu["readers"] += clock() - t
+    texts += _value_texts(stream_calls)
+    ncalls += len(stream_calls)
+    del stream_calls
 
     t = clock()
-    dead = [dl.row() for doc in documents for dl in doc.dead_letters]
-    dead += [dl.row() for run, joined in runs for dl in run.dead_letters + joined.dead_letters]
     dead += keys.dead
-    run_rows = [document_run_row(run, joined, sum(1 for c in joined.calls if c.end is not None))
-                for run, joined in runs]
     run_rows += keys.run_rows()
-    cpu["rows"] = clock() - t
+    cpu["rows"] += clock() - t
 
     t = clock()
     for table, rows in (("readings", readings), ("dead_letters", dead), ("runs", run_rows)):
         folder = Path(out, table)
         folder.mkdir(parents=True, exist_ok=True)
         write_arrow_file(str(folder / part_name(0, 1)), sort_arrow(table, rows_to_arrow(table, rows)))
-    cpu["write"] = clock() - t
+    cpu["write"] += clock() - t
 
-    texts = [v for v, source in (c.value_read() for c in calls) if source is not None and type(v) is str]
     loads, error = orjson.loads, orjson.JSONDecodeError
     t = clock()
     for text in texts:
@@ -111,4 +133,8 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
         except error:
             pass
     cpu["values"] = clock() - t
-    return {"cpu": cpu, "calls": len(calls), "values": len(texts), "readings": len(readings)}
+    return {"cpu": cpu, "calls": ncalls, "values": len(texts), "readings": len(readings)}
+
+
+def _value_texts(calls: list[Call]) -> list[str]:
+    return [v for v, source in (c.value_read() for c in calls) if source is not None and type(v) is str]
