@@ -5,8 +5,8 @@ same input with the same pure functions the pipeline uses —
 `transforms.sources.open_source` (bytes → events), `transforms.calls.join_run`
 (recording runs, in place) and `classify_event` + `join_call_events` (event
 streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
-pipeline's side input makes them), `transforms.reading_rows.reading_row` (call →
-row), and pyarrow with `schemas.tables` (sharded, sorted with Arrow and written
+pipeline's side input makes them), `transforms.reading_rows.reading_values` (call →
+row, a tuple), and pyarrow with `schemas.tables` (sharded, sorted with Arrow and written
 as zstd Parquet, as `transforms.write` does) — so its tables equal the Beam job's.
 `tests/test_bench_smoke.py` checks the Arrow sort against the rows sorted in Python.
 
@@ -53,7 +53,7 @@ from footprint_audit.transforms.calls import (  # noqa: E402
     join_run,
     run_facts_from,
 )
-from footprint_audit.transforms.reading_rows import reading_row  # noqa: E402
+from footprint_audit.transforms.reading_rows import reading_values  # noqa: E402
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
 from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow  # noqa: E402
@@ -127,7 +127,7 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
     """Read, join, read calls and write the three tables under `out`; returns counts."""
     tune_gc()  # as the job does when it starts (and its reading DoFns in their setup)
     rows_at_for = declarations.rows_at_for
-    readings: list[dict] = []
+    readings: list[tuple] = []
     dead: list[dict] = []
     runs: list[dict] = []
     streams = StreamKeys()
@@ -142,13 +142,13 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                 dead.extend(dl.row() for dl in joined.dead_letters)
                 ended = sum(1 for c in joined.calls if c.end is not None)
                 runs.append(document_run_row(run, joined, ended))
-                readings.extend(reading_row(c, rows_at_for) for c in joined.calls)
+                readings.extend(reading_values(c, rows_at_for) for c in joined.calls)
             dead.extend(dl.row() for dl in opened.dead_letters)
             continue
         fmt, items = opened
         for item in items:
             streams.add(path, fmt, item)
-    readings.extend(reading_row(call, rows_at_for) for call in streams.joined_calls())
+    readings.extend(reading_values(call, rows_at_for) for call in streams.joined_calls())
     dead.extend(streams.dead)
     runs.extend(streams.run_rows())
     events += streams.events
@@ -156,10 +156,10 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
     return {"events": events, "readings": len(readings), "dead_letters": len(dead), "runs": len(runs)}
 
 
-def write_tables(out: str, tables: dict[str, tuple[list[dict], int]]) -> None:
+def write_tables(out: str, tables: dict[str, tuple[list, int]]) -> None:
     """Each table's rows as sorted, sharded zstd Parquet files (`part-SSSSS-of-NNNNN.parquet`)."""
     for table, (rows, shards) in tables.items():
-        by_shard: dict[int, list[dict]] = {}
+        by_shard: dict[int, list] = {}
         for row in rows:
             by_shard.setdefault(shard_of(table, row, shards), []).append(row)
         folder = Path(out) / table

@@ -11,7 +11,7 @@ files, one phase after another, each timed alone in CPU seconds:
 * `key`: recording runs joined in place (`join_run`); stream items counted and grouped
   per call (`baseline.StreamKeys.add`);
 * `join`: each stream call's events joined (`StreamKeys.joined_calls`);
-* `readers`: one `readings` row per call (`reading_row`, the three readers inside);
+* `readers`: one `readings` row per call (`reading_values`, the three readers inside);
 * `rows`: the `dead_letters` and `runs` rows;
 * `write`: each table's rows to Arrow, sorted with Arrow, one zstd Parquet file
   (`rows_to_arrow`, `sort_arrow`, `write_arrow_file`: the job's writer path, without its
@@ -42,7 +42,7 @@ from footprint_audit.schemas.events import SourceFile
 from footprint_audit.transforms.accounting import document_run_row
 from footprint_audit.transforms.call_types import Call
 from footprint_audit.transforms.calls import join_run
-from footprint_audit.transforms.reading_rows import reading_row
+from footprint_audit.transforms.reading_rows import reading_values
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.write import part_name, rows_to_arrow, sort_arrow, write_arrow_file
@@ -71,7 +71,7 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     keys = StreamKeys()
     texts: list[str] = []  # the read calls' value texts, for `values`
     ncalls = 0
-    readings: list[dict] = []
+    readings: list[tuple] = []
     dead: list[dict] = []
     run_rows: list[dict] = []
     for path in files:
@@ -91,7 +91,7 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
         cpu["key"] += clock() - t
         t = clock()
         file_calls = [call for _, joined in runs for call in joined.calls]
-        readings += [reading_row(call, rows_at_for) for call in file_calls]
+        readings += [reading_values(call, rows_at_for) for call in file_calls]
         cpu["readers"] += clock() - t
         t = clock()
         dead += [dl.row() for dl in opened.dead_letters]
@@ -107,7 +107,7 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     cpu["join"] += clock() - t
 
     t = clock()
-    readings += [reading_row(call, rows_at_for) for call in stream_calls]
+    readings += [reading_values(call, rows_at_for) for call in stream_calls]
     cpu["readers"] += clock() - t
     texts += _value_texts(stream_calls)
     ncalls += len(stream_calls)

@@ -25,6 +25,7 @@ from footprint_audit.transforms.elements import (
 )
 from footprint_audit.transforms.join import JoinRecordingRuns
 from footprint_audit.transforms.apply_readers import ApplyReaders
+from footprint_audit.transforms.reading_rows import READING_COLUMNS
 
 
 class _Unpicklable:
@@ -93,6 +94,9 @@ def _unpicklable_source(_: object) -> SourceFile:
     return source
 
 
+_CALL_ID_AT, _OUTCOME_AT = READING_COLUMNS.index("tool_call_id"), READING_COLUMNS.index("outcome")
+
+
 def test_beam_samples_the_sizes_of_elements_it_could_not_pickle():
     # On the local runner the steps are fused and Beam only measures these elements;
     # its fallback coder would pickle them to do so (and fail on this one).
@@ -101,6 +105,6 @@ def test_beam_samples_the_sizes_of_elements_it_could_not_pickle():
         joined = files | JoinRecordingRuns()
         rows = joined["calls"] | ApplyReaders(Declarations({}))
         assert_that(
-            rows | beam.Map(lambda rs: (type(rs).__name__, [(r["tool_call_id"], r["outcome"]) for r in rs])),
+            rows | beam.Map(lambda rs: (type(rs).__name__, [(r[_CALL_ID_AT], r[_OUTCOME_AT]) for r in rs])),
             equal_to([("ReadingRows", [("c1", "unknown"), ("c0", "ran")])]),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import apache_beam as beam
 import orjson
 import pyarrow as pa
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -22,7 +23,7 @@ from footprint_audit.transforms.held import decode_held, unpack_held
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
-from footprint_audit.transforms.reading_rows import reading_row
+from footprint_audit.transforms.reading_rows import READING_COLUMNS, reading_row, reading_values
 from footprint_audit.transforms.sources import open_source
 from footprint_audit.transforms.write import WriteTable, rows_to_arrow
 
@@ -183,12 +184,19 @@ def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
     with pipeline() as p:
         lists = p | beam.Create([tuple(calls), lone]) | ApplyReaders(decl, reader_version="test")
         assert_that(
-            lists | beam.Map(lambda rows: [(r["tool_call_id"], r["emptiness"], r["rows"], r["rows_source"], r["rows_at"], r["counted_at"], r["reader_version"]) for r in rows]),
+            lists | beam.Map(lambda rows: [_some_columns(r) for r in rows]),
             equal_to([
                 [("c1", "non-empty", 3, "app", "hosts", ["hosts"], "test")],  # a group: a list of its rows
                 [("c2", "undeclared-empty", 0, "library", None, [], "test")],  # a lone call: a list of one
             ]),
         )
+
+
+def _some_columns(values: tuple) -> tuple:
+    """A few columns of a `readings` row given as a tuple (`ApplyReaders`' rows): each in its schema place."""
+    assert type(values) is tuple and len(values) == len(TABLES["readings"])
+    row = dict(zip(TABLES["readings"].names, values))
+    return tuple(row[k] for k in ("tool_call_id", "emptiness", "rows", "rows_source", "rows_at", "counted_at", "reader_version"))
 
 
 def test_write_table_writes_sorted_deterministic_shards(tmp_path):
@@ -311,6 +319,37 @@ def test_rows_become_the_same_arrow_tables_as_from_pylist():
     # A row without some column gets a null there, as from_pylist gives.
     short = [{k: v for k, v in r.items() if k != "session_id"} for r in rows["readings"][:3]]
     assert rows_to_arrow("readings", short).equals(pa.Table.from_pylist(short, schema=TABLES["readings"]))
+
+
+def test_readings_as_value_tuples_become_the_same_arrow_table_and_shards_as_dicts():
+    """`ApplyReaders` gives each reading as `reading_values`' tuple (the schema's column order):
+    the same Arrow table as the row dicts, the same shards, and a batch of mixed kinds is refused."""
+    declarations = load_declarations(str(EXAMPLES / "declarations.json"))
+    calls = []
+    for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
+        opened = open_source(path)
+        if isinstance(opened, SourceFile):
+            calls += [c for run in opened.runs for c in join_run(run).calls]
+    dicts = [reading_row(c, declarations.rows_at_for) for c in calls]
+    tuples = [reading_values(c, declarations.rows_at_for) for c in calls]
+    assert len(calls) > 50 and all(type(t) is tuple and len(t) == len(TABLES["readings"]) for t in tuples)
+    assert [dict(zip(READING_COLUMNS, t)) for t in tuples] == dicts and READING_COLUMNS == tuple(TABLES["readings"].names)
+    assert rows_to_arrow("readings", tuples).equals(pa.Table.from_pylist(dicts, schema=TABLES["readings"]))
+    for shards in (2, 3, 7):
+        assert [write_mod.shard_of("readings", t, shards) for t in tuples] == [
+            write_mod.shard_of("readings", d, shards) for d in dicts]
+    with pytest.raises(ValueError, match="all be tuples"):
+        rows_to_arrow("readings", tuples[:2] + [dicts[2]])
+    with pytest.raises(ValueError, match="all be tuples"):
+        rows_to_arrow("readings", [tuples[0], tuples[1][:-1]])
+    # The writer's batching takes a lone tuple as one row, and a list of tuples as rows.
+    fn = write_mod._BatchRowsFn("readings", 3)
+    fn.setup()
+    fn.start_bundle()
+    out = fn.process(tuples[0]) + fn.process(tuples[1:])
+    out += [wv.value for wv in fn.finish_bundle()]
+    written = pa.concat_tables([write_mod.ipc_to_table(ipc) for _, ipc in out])
+    assert sorted(map(repr, written.to_pylist())) == sorted(map(repr, pa.Table.from_pylist(dicts, schema=TABLES["readings"]).to_pylist()))
 
 
 def test_a_shard_sorted_column_by_column_equals_the_table_sorted_whole():

@@ -1,14 +1,15 @@
 """Beam: calls → readings rows, through the pure readers.
 
-Pattern: one composite `PTransform` around `transforms.reading_rows.reading_row`.
+Pattern: one composite `PTransform` around `transforms.reading_rows.reading_values`.
 Role:    the only step that asks `readers/`; the declarations (each tool's
          `rowsAt`) are handed in once, never read from events.
 Takes:   calls in groups, as the joins make them (a `CallGroup` per run or per call
          id); a lone `Call` is a group of one.
-Emits:   per group, one list of `readings` rows (`ReadingRows`: dicts with every
-         column of `schemas.tables.READINGS`), in the group's order: the writer takes
-         lists of rows, and a row per element would cost Beam's per-element
-         work twice more per call.
+Emits:   per group, one list of `readings` rows (`ReadingRows`: each row a tuple of
+         every column of `schemas.tables.READINGS`, in the schema's order), in the
+         group's order: the writer takes lists of rows, and a row per element would
+         cost Beam's per-element work twice more per call. Tuples, not dicts: no dict
+         is built per call, and the writer makes Arrow's columns straight from them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from footprint_audit.schemas.declarations import Declarations
 from .call_types import Call
 from .elements import CallGroup, ReadingRows
 from .progress import Ticker
-from .reading_rows import READER_VERSION, reading_row
+from .reading_rows import READER_VERSION, reading_values
 from .worker_gc import tune_gc
 
 __all__ = ["ApplyReaders"]
@@ -51,7 +52,7 @@ class _ApplyReadersFn(beam.DoFn):
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
         rows_at_for, version = self.declarations.rows_at_for, self.reader_version
-        return (ReadingRows([reading_row(call, rows_at_for, version) for call in calls]),)
+        return (ReadingRows([reading_values(call, rows_at_for, version) for call in calls]),)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)

@@ -44,7 +44,9 @@ class CallGroup(tuple):
 
 
 class ReadingRows(list):
-    """The `readings` rows of one group of calls, in order (a list of row dicts): `ApplyReaders`' output."""
+    """The `readings` rows of one group of calls, in order: `ApplyReaders`' output.
+
+    Each row is a tuple of the table's columns in its schema's order (`reading_rows.reading_values`)."""
 
     __slots__ = ()
 

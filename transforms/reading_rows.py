@@ -34,9 +34,11 @@ from footprint_audit.readers import (
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
 
+from footprint_audit.schemas.tables import READINGS
+
 from .call_types import DOOR_VALUE, Call, is_placeholder
 
-__all__ = ["reading_row", "served_columns", "READER_VERSION", "kept_out_test"]
+__all__ = ["reading_row", "reading_values", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
 
 
 def _version() -> str:
@@ -47,6 +49,9 @@ def _version() -> str:
 
 
 READER_VERSION = _version()
+
+#: The `readings` columns in the table's order: the order of `reading_values`' tuple.
+READING_COLUMNS: tuple[str, ...] = tuple(READINGS.names)
 
 #: `served_rest` is cut to this many characters.
 SERVED_REST_MAX = 4096
@@ -181,12 +186,16 @@ def _resolved_rows(resolved: list | None) -> list | None:
     ]
 
 
-def reading_row(
+def reading_values(
     call: Call,
     rows_at_for: Callable[[str | None], str | None],
     reader_version: str = READER_VERSION,
-) -> dict:
-    """One call → its `readings` row (every column of `schemas.tables.READINGS`)."""
+) -> tuple:
+    """One call → its `readings` row as a tuple of values in the table's column order (`READING_COLUMNS`).
+
+    The form the job's writer takes (`transforms.write.rows_to_arrow`): no dict is built
+    per call, and the values are already in the order Arrow's columns are made in.
+    """
     end = call.end
     if end is not None:
         end_p = end.payload
@@ -218,62 +227,58 @@ def reading_row(
             reading = _reading(call, value, data, door, rows_at_for(call.tool_name), declared)
         else:
             reading = _NOT_READ
-    row = {
-        "run_id": call.run_id,
-        "session_id": call.session_id,
-        "tool_call_id": call.tool_call_id,
-        "occurrence": call.occurrence,
-        "tool_name": call.tool_name,
-        "iteration": call.iteration,
-        "ended_at": ended_at,
-        "duration_ms": duration,
-        "outcome": call.outcome,
-        "withheld_by": call.withheld_by,
-        "status": status,
-        "value_from": value_from,
-        "door_from": call.door_from,
-        "door_absent": door_absent,
-        "door_bounded": door_bounded,
-        "door_described": call.described is not UNDEFINED,
-        "emptiness": reading[0],
-        "rows": reading[1],
-        "rows_source": reading[2],
-        "rows_at": reading[3],
-        "counted_at": reading[4],
-        "described_facts": reading[5],
-        "described_series": reading[6],
-        "described_edges": reading[7],
-        "bounded": reading[8],
-        "undeclared_shape": reading[9],
-        "rows_unread": reading[10],
-        "emptiness_without_door": reading[11],
-        "door_disagrees": reading[12],
-        "value_declares_absent": declared.absent if declared else None,
-        "value_declares_bounded": declared.bounded if declared else None,
-        "value_declares_gap": declared.gap if declared else None,
-        "served_kind": served[0],
-        "served_values": served[1],
-        "served_rest": served[2],
-        "served_leaves": served[3],
-        "served_words": served[4],
-        "resolved": _resolved_rows(resolved),
-        "paging_next": paging_next_text(paging) if paging is not None else None,
-        "paging_complete": (paging.get("next") is None) if paging is not None else None,
-        "source_file": call.source_file,
-        "event_index": call.event_index,
-        "reader_version": reader_version,
-        "revision": 0,
-        "emitted_at": None,
-    }
-    for key in _FROM_VALUE_TEXT:
-        v = row[key]
+    values = (
+        call.run_id,
+        call.session_id,
+        call.tool_call_id,
+        call.occurrence,
+        call.tool_name,
+        call.iteration,
+        ended_at,
+        duration,
+        call.outcome,
+        call.withheld_by,
+        status,
+        value_from,
+        call.door_from,
+        door_absent,
+        door_bounded,
+        call.described is not UNDEFINED,  # door_described
+        *reading[:11],  # emptiness ... rows_unread (`_reading`'s first eleven)
+        declared.absent if declared else None,  # value_declares_absent
+        declared.bounded if declared else None,  # value_declares_bounded
+        declared.gap if declared else None,  # value_declares_gap
+        reading[11],  # emptiness_without_door
+        reading[12],  # door_disagrees
+        *served,  # served_kind, served_values, served_rest, served_leaves, served_words
+        _resolved_rows(resolved),
+        paging_next_text(paging) if paging is not None else None,
+        (paging.get("next") is None) if paging is not None else None,  # paging_complete
+        call.source_file,
+        call.event_index,
+        reader_version,
+        0,  # revision
+        None,  # emitted_at
+    )
+    for i in _FROM_VALUE_TEXT_AT:
+        v = values[i]
         if v is not None and not (type(v) is str and v.isascii()):
-            row[key] = utf8_safe(v)
-    return row
+            values = values[:i] + (utf8_safe(v),) + values[i + 1:]
+    return values
+
+
+def reading_row(
+    call: Call,
+    rows_at_for: Callable[[str | None], str | None],
+    reader_version: str = READER_VERSION,
+) -> dict:
+    """One call → its `readings` row (every column of `schemas.tables.READINGS`), as a dict."""
+    return dict(zip(READING_COLUMNS, reading_values(call, rows_at_for, reader_version)))
 
 
 #: Columns whose strings come from inside the value (JSON text may escape lone surrogates).
 _FROM_VALUE_TEXT = ("served_rest", "served_leaves", "served_words", "resolved", "paging_next", "counted_at", "rows_at")
+_FROM_VALUE_TEXT_AT = tuple(READING_COLUMNS.index(k) for k in _FROM_VALUE_TEXT)
 
 
 def _same_door(door: dict | None, declared: Any) -> bool:

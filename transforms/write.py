@@ -104,12 +104,16 @@ def sort_arrow(table: str, arrow: pa.Table) -> pa.Table:
     return arrow.take(pc.sort_indices(arrow, options=pc.SortOptions(sort_keys=keys)))
 
 
-def shard_of(table: str, row: dict, shards: int) -> int:
-    """A stable shard for a row: crc32 of its first sort key."""
+def shard_of(table: str, row: dict | tuple, shards: int) -> int:
+    """A stable shard for a row (a dict, or a tuple in the table's column order): crc32 of its first sort key."""
     if shards <= 1:
         return 0
-    first = row.get(SORT_KEYS[table][0])
+    first = row[_FIRST_KEY_AT[table]] if type(row) is tuple else row.get(SORT_KEYS[table][0])
     return zlib.crc32(str(first).encode("utf-8", "surrogatepass")) % shards
+
+
+#: Per table, the place of its first sort key in a row given as a tuple.
+_FIRST_KEY_AT = {table: schema.names.index(SORT_KEYS[table][0]) for table, schema in TABLES.items()}
 
 
 def write_arrow_file(path: str, arrow: pa.Table) -> str:
@@ -141,17 +145,27 @@ _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _ROW_VALUES = {table: itemgetter(*schema.names) for table, schema in TABLES.items()}
 
 
-def rows_to_arrow(table: str, rows: list[dict]) -> pa.Table:
+def rows_to_arrow(table: str, rows: list[dict] | list[tuple]) -> pa.Table:
     """Rows as an Arrow table with the table's schema (a missing key is a null, as `Table.from_pylist`).
 
+    A row is a dict, or a tuple of every column's value in the schema's order
+    (`transforms.reading_rows.reading_values`); the rows of one call are all of one kind.
     The rows are read once each, in one pass, and their values split into columns;
     `from_pylist` reads every row once per column (45 passes for `readings`).
     """
     schema = TABLES[table]
-    try:
-        columns = zip(*map(_ROW_VALUES[table], rows)) if rows else [() for _ in schema]
-    except KeyError:  # a row without some column
-        return pa.Table.from_pylist(rows, schema=schema)
+    if not rows:
+        columns: Iterable = [() for _ in schema]
+    elif type(rows[0]) is tuple:
+        width = len(schema)
+        if any(type(row) is not tuple or len(row) != width for row in rows):
+            raise ValueError(f"{table} rows given as tuples must all be tuples of its {width} columns")
+        columns = zip(*rows)
+    else:
+        try:
+            columns = zip(*map(_ROW_VALUES[table], rows))
+        except KeyError:  # a row without some column
+            return pa.Table.from_pylist(rows, schema=schema)
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
@@ -163,7 +177,7 @@ def arrow_to_ipc(arrow: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def rows_to_ipc(table: str, rows: list[dict]) -> bytes:
+def rows_to_ipc(table: str, rows: list[dict] | list[tuple]) -> bytes:
     """Rows as one Arrow IPC stream (the table's schema, lz4-compressed buffers)."""
     return arrow_to_ipc(rows_to_arrow(table, rows))
 
@@ -185,12 +199,12 @@ class _BatchRowsFn(beam.DoFn):
         self.bucketed = bucketed
 
     def start_bundle(self) -> None:
-        self._rows: list[dict] = []
+        self._rows: list[dict | tuple] = []
         self._shard_of: list[int] = []  # each row's shard, when there are several
         self._bytes = 0
         self._spilled: dict[tuple, str] = {}  # with `spill`: each shard's file of this bundle
 
-    def process(self, item: dict | list, shards: int | None = None) -> list:
+    def process(self, item: dict | tuple | list, shards: int | None = None) -> list:
         # A list, not a generator: nearly every row is only gathered.
         # `shards`: the table's number of files when the job decides it as it runs (a side input).
         out: list = []
@@ -199,11 +213,11 @@ class _BatchRowsFn(beam.DoFn):
         else:
             self.shards = shards = max(1, shards)
         rows, shard_ids, table = self._rows, self._shard_of, self.table
-        for row in (item,) if type(item) is dict else item:
+        for row in (item,) if type(item) is dict or type(item) is tuple else item:
             rows.append(row)
             if shards > 1:
                 shard_ids.append(shard_of(table, row, BUCKETS) % shards if self.bucketed else shard_of(table, row, shards))
-            raw = row.get("raw")
+            raw = row.get("raw") if type(row) is dict else None  # a tuple row is a reading: no `raw`
             if raw is not None:
                 self._bytes += len(raw)
             if len(rows) >= BATCH_ROWS or self._bytes >= BATCH_BYTES:
