@@ -63,7 +63,7 @@ from footprint_audit.transforms import apply_readers
 def broken(*args, **kwargs):
     raise RuntimeError("a reader broke")
 
-apply_readers.reading_row = broken
+apply_readers.reading_values = broken
 from footprint_audit.pipelines import cli
 sys.exit(cli.main(["reassess", *sys.argv[1:]]))
 """
