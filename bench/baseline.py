@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
-from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile  # noqa: E402
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, RunInput, SourceFile  # noqa: E402
 from footprint_audit.pipelines.inputs import expand_inputs  # noqa: E402
 from footprint_audit.transforms.accounting import (  # noqa: E402
     RunCounts,
@@ -43,7 +43,7 @@ from footprint_audit.transforms.accounting import (  # noqa: E402
     document_run_row,
     run_row,
 )
-from footprint_audit.transforms.call_types import Call  # noqa: E402
+from footprint_audit.transforms.call_types import Call, JoinedRun  # noqa: E402
 from footprint_audit.transforms.calls import (  # noqa: E402
     CALL,
     NOT_NEEDED,
@@ -58,7 +58,7 @@ from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_sou
 from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
 from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow  # noqa: E402
 
-__all__ = ["run_baseline", "list_inputs", "StreamKeys", "write_tables"]
+__all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 
 BYTES_PER_SHARD = 256 << 20  # as pipelines.reassess
 
@@ -76,6 +76,15 @@ def _facts(events: list[tuple[str, Event]]) -> RunFacts:
 def _add(counts: dict, key: tuple, part: RunCounts) -> None:
     have = counts.get(key)
     counts[key] = part if have is None else add_counts([have, part])
+
+
+def document_rows(source: SourceFile, joined_runs: list[tuple[RunInput, JoinedRun]]) -> tuple[list[dict], list[dict]]:
+    """A document's `dead_letters` rows (each run's, then the file's) and its `runs` rows."""
+    dead = [dl.row() for run, joined in joined_runs for dl in run.dead_letters + joined.dead_letters]
+    dead += [dl.row() for dl in source.dead_letters]
+    runs = [document_run_row(run, joined, sum(1 for c in joined.calls if c.end is not None))
+            for run, joined in joined_runs]
+    return dead, runs
 
 
 class StreamKeys:
@@ -135,15 +144,13 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
     for path in files:
         opened = open_source(path, max_event_bytes)
         if isinstance(opened, SourceFile):
-            for run in opened.runs:
-                joined = join_run(run)
+            joined_runs = [(run, join_run(run)) for run in opened.runs]
+            for run, joined in joined_runs:
                 events += len(run.events) + len(run.dead_letters)
-                dead.extend(dl.row() for dl in run.dead_letters)
-                dead.extend(dl.row() for dl in joined.dead_letters)
-                ended = sum(1 for c in joined.calls if c.end is not None)
-                runs.append(document_run_row(run, joined, ended))
                 readings.extend(reading_values(c, rows_at_for) for c in joined.calls)
-            dead.extend(dl.row() for dl in opened.dead_letters)
+            file_dead, file_runs = document_rows(opened, joined_runs)
+            dead += file_dead
+            runs += file_runs
             continue
         fmt, items = opened
         for item in items:

@@ -12,7 +12,7 @@ files, one phase after another, each timed alone in CPU seconds:
   per call (`baseline.StreamKeys.add`);
 * `join`: each stream call's events joined (`StreamKeys.joined_calls`);
 * `readers`: one `readings` row per call (`reading_values`, the three readers inside);
-* `rows`: the `dead_letters` and `runs` rows;
+* `rows`: the `dead_letters` and `runs` rows (`baseline.document_rows`, `StreamKeys.run_rows`);
 * `write`: each table's rows to Arrow, sorted with Arrow, one zstd Parquet file
   (`rows_to_arrow`, `sort_arrow`, `write_arrow_file`: the job's writer path, without its
   shuffle);
@@ -35,11 +35,10 @@ from typing import Any
 
 import orjson
 
-from bench.baseline import StreamKeys, list_inputs
+from bench.baseline import StreamKeys, document_rows, list_inputs
 from bench.run import floor_parse
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import SourceFile
-from footprint_audit.transforms.accounting import document_run_row
 from footprint_audit.transforms.call_types import Call
 from footprint_audit.transforms.calls import join_run
 from footprint_audit.transforms.reading_rows import reading_values
@@ -94,10 +93,9 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
         readings += [reading_values(call, rows_at_for) for call in file_calls]
         cpu["readers"] += clock() - t
         t = clock()
-        dead += [dl.row() for dl in opened.dead_letters]
-        dead += [dl.row() for run, joined in runs for dl in run.dead_letters + joined.dead_letters]
-        run_rows += [document_run_row(run, joined, sum(1 for c in joined.calls if c.end is not None))
-                     for run, joined in runs]
+        file_dead, file_runs = document_rows(opened, runs)
+        dead += file_dead
+        run_rows += file_runs
         cpu["rows"] += clock() - t
         texts += _value_texts(file_calls)
         ncalls += len(file_calls)

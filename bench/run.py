@@ -401,8 +401,13 @@ def _fmt_rss(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
+#: The columns of the main table.
+HEAD = ["benchmark", "input", "median CPU s", "events/s", "MB/s", "peak RSS", "ratio", "x floor", "target", "met"]
+
+
 class Table:
-    def __init__(self) -> None:
+    def __init__(self, head: list[str] = HEAD) -> None:
+        self.head = head
         self.rows: list[list[str]] = []
 
     def add(self, *cells: Any) -> None:
@@ -410,7 +415,7 @@ class Table:
         print("  " + " | ".join(str(c) for c in cells), file=sys.stderr, flush=True)
 
     def render(self) -> str:
-        head = ["benchmark", "input", "median CPU s", "events/s", "MB/s", "peak RSS", "ratio", "x floor", "target", "met"]
+        head = self.head
         rows = [head] + self.rows
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -626,18 +631,14 @@ def bench_phases(data: Path, size: int, args: argparse.Namespace) -> dict:
         marginal["plain path"] = sum(marginal[n] for n in PHASES)
         results[layout] = {"marginal_cpu": marginal, "calls": big_runs[0]["calls"],
                            "runs": [r["cpu"] for r in big_runs], "small_runs": [r["cpu"] for r in small_runs]}
-    head = ["phase", "recordings CPU s", "x floor", "JSON Lines/SSE CPU s", "x floor"]
-    rows = [head]
+    table = Table(["phase", "recordings CPU s", "x floor", "JSON Lines/SSE CPU s", "x floor"])
     for n in names[:-1] + ("plain path", "values"):
         row = [n if n != "values" else "values (inside readers)"]
         for layout in ("recordings", "stream"):
             m = results[layout]["marginal_cpu"]
             row += [f"{m[n]:.3f}", f"{m[n] / m['floor']:.2f}"]
-        rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return {"results": results, "text": "\n".join(lines)}
+        table.add(*row)
+    return {"results": results, "text": table.render()}
 
 
 def bench_onemb(table: Table, data: Path, args: argparse.Namespace) -> dict:
