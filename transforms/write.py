@@ -149,7 +149,7 @@ def rows_to_arrow(table: str, rows: list[dict] | list[tuple]) -> pa.Table:
     """Rows as an Arrow table with the table's schema (a missing key is a null, as `Table.from_pylist`).
 
     A row is a dict, or a tuple of every column's value in the schema's order
-    (`transforms.reading_rows.reading_values`); the rows of one call are all of one kind.
+    (`transforms.reading_rows.reading_values`); the rows given are all of one kind.
     The rows are read once each, in one pass, and their values split into columns;
     `from_pylist` reads every row once per column (45 passes for `readings`).
     """
