@@ -38,7 +38,7 @@ from .report_summary import Row, Summary
 from .manifest import build_note
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
-SOURCE_VIEWS = {"readings_all": "readings", "dead_letters": "dead_letters", "runs": "runs"}
+SOURCE_VIEWS = {"readings_all": "readings", "dead_letters_all": "dead_letters", "runs_all": "runs"}
 
 #: The views the report computes once, as temporary tables (each is read by many summaries).
 MATERIALIZED = ("readings_current", "call_buckets")
@@ -134,11 +134,14 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for statement in split_statements(views_sql()):
-        name = re.search(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", statement).group(1)
+        head = re.search(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS\s", statement)
+        name, body = head.group(1), statement[head.end():]
         table = SOURCE_VIEWS.get(name)
-        if table is not None and not tables[table]:
+        if table is not None:
+            # every column of the schema, also where no file has it (older files lack later columns)
             con.register(f"{name}__empty", pa.Table.from_pylist([], schema=TABLES[table]))
-            statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty"
+            read = f" UNION ALL BY NAME {body}" if tables[table] else ""
+            statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty{read}"
         elif name in MATERIALIZED:  # read once for every summary, not once per query
             statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP TABLE", statement, count=1)
         try:

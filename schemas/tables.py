@@ -27,6 +27,20 @@ RESOLVED_TYPE = pa.list_(
     )
 )
 
+#: `runs.records`: one entry per record a stream's row counts. A restart reads records again and
+#: counts them again: `schemas/views.sql` keeps each `(source_file, run_id, event_index)` once, a
+#: correction (a record first counted as used, then found a duplicate or late) before the first count.
+RECORDS_TYPE = pa.list_(
+    pa.struct(
+        [
+            pa.field("event_index", pa.int64()),
+            pa.field("counted_as", pa.string()),  # "used", "not-needed" or "dead-letter"
+            pa.field("tool_end", pa.bool_()),  # a used tool_end: it counts in tool_calls
+            pa.field("correction", pa.bool_()),
+        ]
+    )
+)
+
 READINGS = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
@@ -105,6 +119,8 @@ RUNS = pa.schema(
         pa.field("dropped_events", pa.int64()),
         pa.field("complete", pa.bool_()),
         pa.field("served_under_policy", pa.bool_(), nullable=False),
+        # A stream's rows list the records they count, by source position; null in `reassess`'s.
+        pa.field("records", RECORDS_TYPE),
     ],
     metadata=_META,
 )

@@ -6,7 +6,8 @@
 --         dead_letters/ and runs/), then run the whole file, e.g.
 --           sed 's#{out}#/data/out#g' schemas/views.sql | duckdb audit.db
 --         In BigQuery, replace the three source views (readings_all,
---         dead_letters, runs) by your tables, and `date_trunc(grain, t)` in
+--         dead_letters_all, runs_all) by your tables, `UNNEST(s.records) AS u(r)`
+--         by `UNNEST(s.records) AS r`, and `date_trunc(grain, t)` in
 --         call_buckets by `TIMESTAMP_TRUNC(t, <grain>)` (ISOWEEK for week);
 --         the rest is plain SQL (QUALIFY, window functions, SUM(CASE ...)).
 -- Notes:  `**` also matches files directly under the table folder, so batch
@@ -23,11 +24,54 @@
 CREATE OR REPLACE VIEW readings_all AS
 SELECT * FROM read_parquet('{out}/readings/**/*.parquet', union_by_name = true, hive_partitioning = false);
 
-CREATE OR REPLACE VIEW dead_letters AS
+CREATE OR REPLACE VIEW dead_letters_all AS
 SELECT * FROM read_parquet('{out}/dead_letters/**/*.parquet', union_by_name = true, hive_partitioning = false);
 
-CREATE OR REPLACE VIEW runs AS
+CREATE OR REPLACE VIEW runs_all AS
 SELECT * FROM read_parquet('{out}/runs/**/*.parquet', union_by_name = true, hive_partitioning = false);
+
+-- ---------------------------------------------------------------- each record once
+
+-- A restarted stream reads again what its job read after its last checkpoint and
+-- writes those records' rows again. Every dead letter carries its record's position
+-- (source_file: a Kafka topic's partition or a file; event_index: the offset or the
+-- index in the file), so each (position, reason) is kept once.
+CREATE OR REPLACE VIEW dead_letters AS
+SELECT *
+FROM dead_letters_all
+WHERE TRUE
+QUALIFY event_index IS NULL OR ROW_NUMBER() OVER (
+  PARTITION BY source_file, run_id, event_index, reason ORDER BY detail, raw
+) = 1;
+
+-- Each record a stream's `runs` rows counted, once per position: a correction (a
+-- record first counted as used, then found a duplicate or late) over the first count.
+CREATE OR REPLACE VIEW run_records AS
+SELECT run_id, session_id, source_file, format, r.event_index, r.counted_as, r.tool_end
+FROM runs_all AS s, UNNEST(s.records) AS u(r)
+WHERE TRUE
+QUALIFY r.event_index IS NULL OR ROW_NUMBER() OVER (
+  PARTITION BY source_file, run_id, r.event_index ORDER BY r.correction DESC, r.counted_as, r.tool_end
+) = 1;
+
+-- One row per run and file: `reassess`'s rows as written (they have no `records`),
+-- a stream's rows recounted from its records, each counted once.
+CREATE OR REPLACE VIEW runs AS
+SELECT run_id, session_id, source_file, format, events, events_used, events_not_needed, dead_letters,
+       tool_calls, dropped_events, complete, served_under_policy
+FROM runs_all
+WHERE records IS NULL
+UNION ALL
+SELECT
+  run_id, MAX(session_id) AS session_id, source_file, MAX(format) AS format,
+  COUNT(*) AS events,
+  SUM(CASE WHEN counted_as = 'used' THEN 1 ELSE 0 END) AS events_used,
+  SUM(CASE WHEN counted_as = 'not-needed' THEN 1 ELSE 0 END) AS events_not_needed,
+  SUM(CASE WHEN counted_as = 'dead-letter' THEN 1 ELSE 0 END) AS dead_letters,
+  SUM(CASE WHEN counted_as = 'used' AND tool_end THEN 1 ELSE 0 END) AS tool_calls,
+  CAST(NULL AS BIGINT) AS dropped_events, CAST(NULL AS BOOLEAN) AS complete, FALSE AS served_under_policy
+FROM run_records
+GROUP BY run_id, source_file;
 
 -- ---------------------------------------------------------------- calls
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from footprint_audit.schemas.events import Event
 from footprint_audit.transforms.accounting import (
+    DEAD,
     RunCounts,
+    add_dead_letter,
     add_counts,
     count_event,
     count_joined,
     counts_for,
     dead_letter_counts,
     moved_counts,
+    run_row,
+    stream_counts,
 )
 from footprint_audit.transforms.calls import CALL, NOT_NEEDED, join_call_events
 
@@ -59,7 +63,7 @@ def test_batch_and_stream_counts_add_up_to_the_same_row():
         c = RunCounts(format="stream")
         count_event(c, e, call_used=True)
         parts.append(c)
-    parts.append(moved_counts(EVENTS[4], "not-needed"))
+    parts.append(moved_counts(EVENTS[4], NOT_NEEDED))
     stream = add_counts(parts)
     assert (stream.events, stream.used, stream.not_needed, stream.dead_letters, stream.tool_calls) == (7, 3, 2, 2, 1)
     assert stream.events == stream.used + stream.not_needed + stream.dead_letters
@@ -68,5 +72,30 @@ def test_batch_and_stream_counts_add_up_to_the_same_row():
 def test_dead_letter_counts_and_moves_keep_the_sum():
     d = dead_letter_counts("event-stream")
     assert (d.events, d.dead_letters, d.format) == (1, 1, "event-stream")
-    end = moved_counts(EVENTS[3], "dead")
+    end = moved_counts(EVENTS[3], DEAD)
     assert (end.used, end.dead_letters, end.tool_calls, end.not_needed) == (-1, 1, -1, 0)
+
+
+def test_a_streams_counts_list_every_record_by_its_position_and_the_batch_lists_none():
+    c = stream_counts()
+    for e in EVENTS:
+        count_event(c, e, call_used=True)
+    add_dead_letter(c, 7)
+    fix = moved_counts(EVENTS[4], NOT_NEEDED)
+    total = add_counts([c, fix])
+    assert total.records == [
+        (0, "not-needed", False, False),
+        (1, "used", False, False),
+        (2, "used", False, False),
+        (3, "used", True, False),  # a used tool_end: a tool call
+        (4, "used", False, False),
+        (5, "dead-letter", False, False),
+        (6, "dead-letter", False, False),
+        (7, "dead-letter", False, False),
+        (4, "not-needed", False, True),  # the correction of position 4
+    ]
+    assert run_row("r1", "kafka://t/0", "stream", total)["records"] == total.records
+    batch = RunCounts()
+    count_event(batch, EVENTS[1])
+    assert batch.records is None and add_counts([batch]).records is None
+    assert run_row("r1", "f", "event-stream", batch)["records"] is None

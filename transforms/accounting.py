@@ -6,6 +6,9 @@ Role:    the one owner of "nothing lost", shared by the batch join
          (`transforms.join`), the stream (`transforms.stream_events`,
          `transforms.stream_join`) and the plain-Python baseline (`bench.baseline`).
          Each row keeps `events = events_used + events_not_needed + dead_letters`.
+         A stream's counts also list each record they count by its source position
+         (`records`): a restarted job that reads records again writes their counts
+         again, and `schemas/views.sql` counts each position once.
 Emits:   nothing.
 """
 
@@ -19,6 +22,10 @@ from footprint_audit.schemas.events import TOOL_END, Event, RunInput
 from .call_types import Call, JoinedRun
 from .calls import CALL, NOT_NEEDED, classify_event
 
+#: How a stream's record is counted (`runs.records.counted_as`); NOT_NEEDED is "not-needed".
+USED = "used"
+DEAD = "dead-letter"
+
 __all__ = [
     "RunCounts",
     "run_row",
@@ -30,6 +37,7 @@ __all__ = [
     "add_dead_letter",
     "count_joined",
     "moved_counts",
+    "stream_counts",
 ]
 
 
@@ -44,12 +52,24 @@ class RunCounts:
     tool_calls: int = 0
     session_id: str | None = None
     format: str | None = None
+    #: A stream's: each record counted, `(event_index, counted_as, tool_end, correction)` (the
+    #: `runs.records` column); None where a row counts a whole run of a file (`reassess`).
+    records: list[tuple[int | None, str, bool, bool]] | None = None
+
+
+def stream_counts() -> RunCounts:
+    """Empty counts of a stream's run in one source, that list the records they count."""
+    return RunCounts(format="stream", records=[])
 
 
 def add_counts(parts: Iterable[RunCounts]) -> RunCounts:
-    """Sum partial counts (the first session id seen wins)."""
+    """Sum partial counts (the first session id seen wins; a stream's records are listed together)."""
     total = RunCounts()
     for p in parts:
+        if p.records is not None:
+            if total.records is None:
+                total.records = []
+            total.records.extend(p.records)
         total.events += p.events
         total.used += p.used
         total.not_needed += p.not_needed
@@ -89,6 +109,9 @@ def count_event(c: RunCounts, ev: Event, call_used: bool = False) -> Any:
         c.not_needed += 1
     else:
         c.dead_letters += 1
+    if c.records is not None:
+        counted_as = USED if kind is CALL else NOT_NEEDED if kind is NOT_NEEDED else DEAD
+        c.records.append((ev.index, counted_as, kind is CALL and ev.type == TOOL_END, False))
     return kind
 
 
@@ -99,10 +122,12 @@ def dead_letter_counts(fmt: str | None) -> RunCounts:
     return counts
 
 
-def add_dead_letter(c: RunCounts) -> None:
-    """Count in `c` one element of its run that was a dead letter before it was an event."""
+def add_dead_letter(c: RunCounts, index: int | None = None) -> None:
+    """Count in `c` one element of its run (at `index`) that was a dead letter before it was an event."""
     c.events += 1
     c.dead_letters += 1
+    if c.records is not None:
+        c.records.append((index, DEAD, False, False))
 
 
 def count_joined(
@@ -130,9 +155,9 @@ def count_joined(
 
 
 def moved_counts(ev: Event, to: str) -> RunCounts:
-    """A correction: one event counted as used turned out a duplicate (`to="not-needed"`) or `"dead"`."""
-    fix = RunCounts(used=-1, tool_calls=-1 if ev.type == TOOL_END else 0)
-    if to == "dead":
+    """A correction: one event counted as used turned out a duplicate (`to=NOT_NEEDED`) or `DEAD`."""
+    fix = RunCounts(used=-1, tool_calls=-1 if ev.type == TOOL_END else 0, records=[(ev.index, to, False, True)])
+    if to == DEAD:
         fix.dead_letters = 1
     else:
         fix.not_needed = 1
@@ -162,6 +187,7 @@ def run_row(
         "dropped_events": dropped_events,
         "complete": complete,
         "served_under_policy": served_under_policy,
+        "records": counts.records,
     }
 
 

@@ -24,7 +24,7 @@ from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
 
 from . import envelopes, sources
-from .accounting import RunCounts, add_dead_letter, count_event
+from .accounting import RunCounts, add_dead_letter, count_event, stream_counts
 from .calls import CALL, NOT_NEEDED, dead_letter_of
 from .held import encode_held
 from .worker_gc import tune_gc
@@ -50,11 +50,12 @@ _MAX_MS = 8.64e15
 
 
 def stamp(
-    source: str, item: Event | DeadLetter, fallback_ms: Any = None, watermark_ms: int | None = None
+    source: str, item: Event | DeadLetter, fallback_ms: Any = None, watermark_ms: int | None = None, raw: bytes | None = None
 ) -> tuple[TimestampedValue, int]:
     """An event `(source, Event, behind_ms)` at its event time (`meta.wallClockMs`), or a dead-letter
     row at the message's time. `behind_ms` is how far the source's watermark (when it knows one)
-    had passed the event's time when it was read (0: on time).
+    had passed the event's time when it was read (0: on time). `raw`: the message's bytes, kept
+    by an event's dead letter (else the event is written out again).
 
     Returns the timestamped element and the event time in ms (-1 when it is not an event's own time).
     """
@@ -64,8 +65,10 @@ def stamp(
             behind = int(watermark_ms - ms) if watermark_ms is not None and watermark_ms > ms else 0
             return TimestampedValue((source, item, behind), float(ms) / 1000), int(ms)
         detail = f"Event {item.index} ({item.type}) has no numeric meta.wallClockMs, so it has no event time for a stream."
-        row = DeadLetter(source, item.index, item.run_id, REASON_BAD_FIELD, detail, b"").row()
-        return TimestampedValue(row, _fallback(fallback_ms)), -1
+        letter = dead_letter_of(source, item, REASON_BAD_FIELD, detail)
+        if raw is not None:
+            letter.raw = raw
+        return TimestampedValue(letter.row(), _fallback(fallback_ms)), -1
     return TimestampedValue(item.row(), _fallback(fallback_ms)), -1
 
 
@@ -73,7 +76,7 @@ def stamp_message(
     source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
 ) -> tuple[TimestampedValue, int]:
     """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, envelopes.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms)
+    return stamp(source, envelopes.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms, data)
 
 
 def _fallback(ms: Any) -> float:
@@ -149,7 +152,7 @@ class ClassifyAndKeyFn(beam.DoFn):
     def _count(self, key: tuple[Any, str], ms: int) -> RunCounts:
         held = self._counts.get(key)
         if held is None:
-            total = RunCounts(format="stream")
+            total = stream_counts()
             self._counts[key] = (total, ms)
             return total
         if ms < held[1]:
@@ -160,7 +163,7 @@ class ClassifyAndKeyFn(beam.DoFn):
         ms = int(timestamp.micros // 1000)
         if isinstance(element, dict):  # a dead-letter row from parsing
             if element.get("run_id") is not None:
-                add_dead_letter(self._count((element["run_id"], element["source_file"]), ms))
+                add_dead_letter(self._count((element["run_id"], element["source_file"]), ms), element["event_index"])
                 self._held += 1
             yield pvalue.TaggedOutput(DEAD, element)
         else:

@@ -78,8 +78,8 @@ from footprint_audit.schemas.events import (
     Event,
 )
 
-from .accounting import moved_counts
-from .calls import join_call_events
+from .accounting import DEAD, moved_counts
+from .calls import NOT_NEEDED, join_call_events
 from .held import decode_held, pack_held, unpack_held
 from .reading_rows import READER_VERSION, reading_row
 from .worker_gc import tune_gc
@@ -348,7 +348,7 @@ class _StatefulJoinFn(beam.DoFn):
                 self.late.inc()
                 source, ev = decode_held(encoded)
                 yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
-                yield _moved(run_id, source, ev, "dead")
+                yield _moved(run_id, source, ev, DEAD)
                 continue
             if held.revision >= 0:
                 # Already read: a duplicate changes nothing; anything else is due as a correction
@@ -359,7 +359,7 @@ class _StatefulJoinFn(beam.DoFn):
                     known = {content_key(decode_held(b)[1]) for b in held_events(held)}
                 if key in known:
                     self.duplicates.inc()
-                    yield _moved(run_id, source, ev, "not-needed")
+                    yield _moved(run_id, source, ev, NOT_NEEDED)
                     continue
                 known.add(key)
                 read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
@@ -421,7 +421,7 @@ class _StatefulJoinFn(beam.DoFn):
                     # needed, as `reassess` counts them
                     for encoded in held_events(held) if kept is None else kept:
                         source, ev = decode_held(encoded)
-                        yield _moved(key, source, ev, "not-needed")
+                        yield _moved(key, source, ev, NOT_NEEDED)
             # the events are released; the record stays as a tombstone for one more allowed lateness
             cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
         state.write(cell)
@@ -462,7 +462,7 @@ class _StatefulJoinFn(beam.DoFn):
                     wanted.discard(k)
                     keep.append(encoded)
                 else:
-                    yield _moved(run_id, source, ev, "not-needed")
+                    yield _moved(run_id, source, ev, NOT_NEEDED)
             kept = keep
         calls = join_call_events(run_id, call_id, positioned, ordered=True)
         rev = held.revision + 1
