@@ -40,7 +40,7 @@ from apache_beam.transforms import window
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms import sources
 from footprint_audit.transforms.accounting import add_counts, run_row
-from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic
+from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions
 from footprint_audit.transforms.pubsub_read import ReadPubSubEvents
 from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
@@ -96,8 +96,14 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
         raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
+def positions_file(end_marker: str | None) -> str:
+    """Where a bounded Kafka read that ended leaves its final positions (beside the end marker)."""
+    return f"{end_marker}.positions" if end_marker else ""
+
+
 def _events(
-    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool, started_marker: str
+    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool, started_marker: str,
+    end_marker: str | None,
 ) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
@@ -119,6 +125,7 @@ def _events(
             max_records=args.max_records,
             max_read_seconds=args.max_read_seconds,
             started_marker=started_marker,
+            ended_marker=positions_file(end_marker),
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
         return read["events"], read["topic"]
@@ -144,7 +151,7 @@ def build_stream(
     has them in its restored state, and its read goes on from the checkpoint's offsets).
     `started_marker`: a file the Kafka read creates when it first runs.
     """
-    events, start = _events(p, source_uri, args, rewind, started_marker)
+    events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
     classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
@@ -300,6 +307,11 @@ def run(argv: list[str] | None = None) -> int:
                     except Exception:  # the job server may be going down with us
                         pass
                     raise
+                if state == "ENDED" and kind == "kafka":
+                    # everything read is written: the group's offsets say so, also when the job ended
+                    # before a checkpoint committed them (a rerun then reads on from there)
+                    commit_positions(KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes),
+                                     positions_file(end_marker))
                 if state != NOT_STARTED:
                     break
                 print(f"footprint-audit stream: the runner had not started the Kafka read {args.read_start_seconds:.0f} s "

@@ -45,3 +45,40 @@ def test_a_bounded_read_finishes_its_restriction():
     assert tracker.try_claim(_FINISH) is False
     assert tracker.is_bounded() and tracker.current_restriction().done
     tracker.check_done()
+
+
+def test_a_broker_that_is_down_is_said_once_a_minute_not_several_times_a_second(tmp_path):
+    """The job's consumer, as configured, against a port nobody listens on (librdkafka retries
+    several times a second): its stderr holds a handful of lines, not one per retry."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    script = (
+        "import time\n"
+        "from confluent_kafka import TopicPartition\n"
+        "from footprint_audit.transforms.kafka_read import KafkaSpec, _consumer\n"
+        f"c = _consumer(KafkaSpec('127.0.0.1:{port}', 't', 'g', 1 << 20))\n"
+        "c.assign([TopicPartition('t', 0, 0)])\n"
+        "end = time.monotonic() + 6\n"
+        "while time.monotonic() < end:\n"
+        "    c.consume(100, 0.2)\n"
+        "c.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "kafka" in line.lower()]
+    assert said and any("Connection refused" in line or "brokers are down" in line for line in said)
+    assert len(said) <= 6, said
+
+
+def test_a_finished_bounded_reads_positions_are_written_for_the_launcher(tmp_path):
+    from footprint_audit.transforms.kafka_read import write_positions
+    import orjson
+
+    path = tmp_path / "end.positions"
+    write_positions(str(path), [P(0, 12, 5_000), P(1, 3, -1)])
+    assert orjson.loads(path.read_bytes()) == {"0": [12, 5_000], "1": [3, -1]}

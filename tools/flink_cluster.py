@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             info = start(state, args.port, args.pool_port, args.slots, args.timeout)
             print(f"flink cluster: running (REST localhost:{info['rest_port']}, worker pool "
                   f"localhost:{info['pool_port']}, {info['slots']} slots; logs in {state / 'log'})")
-            print("run a job on it with: " + " ".join(info["flags"]) + f" --workers {info['slots']}")
+            print("run a job on it with: " + " ".join(info["flags"]) + f" --parallelism={info['slots']}")
         elif args.command == "stop":
             stopped = stop(state, args.grace)
             print(f"flink cluster: stopped {', '.join(stopped)}" if stopped else "flink cluster: nothing running")
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             if not info["running"]:
                 print(f"flink cluster: not running ({state})")
                 return 1
-            print("flink cluster: running; " + " ".join(info["flags"]) + f" --workers {info['slots']}")
+            print("flink cluster: running; " + " ".join(info["flags"]) + f" --parallelism={info['slots']}")
     except (ClusterError, RuntimeError) as exc:
         print(f"flink_cluster: {exc}", file=sys.stderr)
         return 2

@@ -25,12 +25,15 @@ Emits:   `(source, Event)` and dead-letter rows at their event times; a
 from __future__ import annotations
 
 import logging
+import os
+import re
 import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import apache_beam as beam
+import orjson
 from apache_beam.io.iobase import RestrictionProgress, RestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.metrics import Metrics
@@ -39,7 +42,10 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 
 from .stream_events import stamp_message
 
-__all__ = ["ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic"]
+__all__ = [
+    "ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
+    "write_positions", "commit_positions",
+]
 
 #: A record's offset and value are read for at most this long per bundle before the
 #: rest of the topic is handed back to the runner (which checkpoints it).
@@ -68,6 +74,7 @@ class KafkaSpec:
     max_records: int = 0  # stop after this many records (0: never; a bounded read)
     max_read_seconds: float = 0  # stop this long after the first bundle (0: never)
     started_marker: str = ""  # a file the read creates when it first runs in a process (the launcher waits on it)
+    ended_marker: str = ""  # a bounded read writes its final positions here (the launcher commits them)
 
 
 @dataclass(frozen=True)
@@ -280,6 +287,33 @@ def _retrying(call: Any, seconds: float = 120.0) -> Any:
             time.sleep(0.5)
 
 
+class _OncePerMinute(logging.Filter):
+    """Lets each kind of line through once a minute: librdkafka retries a broker that is down
+    several times a second, and says so each time."""
+
+    def __init__(self, seconds: float = 60.0) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = re.sub(r"\d+", "#", record.getMessage())[:160]  # times, counts and ports vary
+        now = time.monotonic()
+        if now - self.last.get(kind, -self.seconds) < self.seconds:
+            return False
+        self.last[kind] = now
+        return True
+
+
+#: librdkafka's own lines and its errors (a broker down), through Python's logging, each kind once a minute.
+KAFKA_LOG = logging.getLogger("footprint_audit.kafka")
+KAFKA_LOG.addFilter(_OncePerMinute())
+
+
+def _broker_error(error: Any) -> None:
+    KAFKA_LOG.warning("Kafka: %s (the consumer retries by itself)", error)
+
+
 def _consumer(spec: KafkaSpec) -> Any:
     from confluent_kafka import Consumer
 
@@ -296,6 +330,8 @@ def _consumer(spec: KafkaSpec) -> Any:
             "fetch.max.bytes": fetch,
             "receive.message.max.bytes": fetch + (1 << 20),
             "log_level": 3,  # errors only
+            "logger": KAFKA_LOG,
+            "error_cb": _broker_error,
         }
     )
 
@@ -361,6 +397,8 @@ class _ReadKafkaFn(beam.DoFn):
         limit = spec.max_records - start.read if spec.max_records else -1
         if limit == 0 or (spec.max_read_seconds and now_ms - started_ms >= spec.max_read_seconds * 1000):
             tracker.try_claim(_FINISH)  # a bounded read is over: no remainder
+            if spec.ended_marker:
+                write_positions(spec.ended_marker, positions.values())
         else:
             yield from self._read(spec, positions, limit, finalizer, tracker, estimator)
 
@@ -446,21 +484,55 @@ class _ReadKafkaFn(beam.DoFn):
         tracker.defer_remainder(Duration(seconds=RESUME_SECONDS))
 
 
-def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]]) -> None:
+def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]], consumer: Any = None) -> None:
     """A finalized bundle's positions become the consumer group's offsets, each with the latest event
-    time read before it (`seen=<ms>`): where, and from what event time, a restarted job reads."""
-    from confluent_kafka import TopicPartition
+    time read before it (`seen=<ms>`): where, and from what event time, a restarted job reads.
+    `consumer`: one of the caller's own (else the process's shared one)."""
+    from confluent_kafka import KafkaException, TopicPartition
 
     parts = [
         TopicPartition(spec.topic, p, off, metadata=f"seen={seen}") if seen >= 0 else TopicPartition(spec.topic, p, off)
         for p, (off, seen) in sorted(offsets.items())
     ]
-    shared = _shared_consumer(spec)
     try:
+        if consumer is not None:
+            consumer.commit(offsets=parts, asynchronous=False)
+            return
+        shared = _shared_consumer(spec)
         with shared.lock:
             shared.consumer.commit(offsets=parts, asynchronous=False)
-    except Exception:  # the group's offsets only serve a fresh start; the checkpoint is the truth
-        pass
+    except (KafkaException, RuntimeError) as exc:
+        # the group's offsets only serve a job that starts without a checkpoint; the next
+        # finalized bundle commits again
+        logging.getLogger(__name__).warning("could not commit group %r's offsets of %s: %s", spec.group, spec.topic, exc)
+
+
+def write_positions(path: str, positions: Iterable[PartitionPosition]) -> None:
+    """A finished bounded read's final positions, as JSON (`commit_positions` reads them)."""
+    body = {str(p.partition): [p.next_offset, p.max_event_ms] for p in positions}
+    try:
+        with open(path + ".tmp", "wb") as f:
+            f.write(orjson.dumps(body))
+        os.replace(path + ".tmp", path)
+    except OSError:  # a worker that cannot see the launcher's folder: a rerun reads from the last checkpoint
+        logging.getLogger(__name__).warning("could not write the bounded read's positions to %s", path)
+
+
+def commit_positions(spec: KafkaSpec, path: str) -> bool:
+    """Commit a finished bounded read's final positions (`write_positions`) as the group's offsets:
+    a job ended by its launcher may end before a checkpoint commits them. False: none were written."""
+    try:
+        with open(path, "rb") as f:
+            body = orjson.loads(f.read())
+    except FileNotFoundError:
+        return False
+    consumer = _consumer(spec)
+    try:
+        _commit(spec, {int(p): (off, seen) for p, (off, seen) in body.items()}, consumer)
+    finally:
+        consumer.close()
+    os.remove(path)
+    return True
 
 
 def _idle_after(positions: Iterable[PartitionPosition], idle_ms: int, now_ms: int) -> list[PartitionPosition]:
