@@ -41,6 +41,15 @@ class RunFacts:
     paused_call_id: str | None = None
     #: `permission.check` events that carry no call id: (source_file, index, target, result).
     loose_permission_checks: tuple = ()
+    #: The first `pause.resume`'s `toolName` and `toolCallId` (strings, else None): the paused call's name.
+    resume_tool: str | None = None
+    resume_call_id: str | None = None
+
+    def paused_tool(self, call_id: str, started: bool) -> str | None:
+        """The `pause.resume`'s tool name for the call it names, or (naming none) a call with no `tool_start`."""
+        if self.resume_call_id is None:
+            return None if started else self.resume_tool
+        return self.resume_tool if call_id == self.resume_call_id else None
 
 
 @dataclass(slots=True)

@@ -75,10 +75,14 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
     without a call id are kept with their place, to be matched by position.
     """
     has_resume = has_turn_start = has_turn_end = False
+    resume_tool = resume_call_id = None
     loose: list = []
     for source, ev in items:
         t = ev.type
         if t == PAUSE_RESUME:
+            if not has_resume:
+                resume_tool = _str_or_none(ev.payload.get("toolName"))
+                resume_call_id = _str_or_none(ev.payload.get("toolCallId"))
             has_resume = True
         elif t == TURN_START:
             has_turn_start = True
@@ -97,6 +101,8 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
         resumed_leg=has_resume or (has_turn_end and not has_turn_start),
         paused_call_id=paused,
         loose_permission_checks=tuple(loose),
+        resume_tool=resume_tool,
+        resume_call_id=resume_call_id,
     )
 
 
@@ -183,7 +189,7 @@ def _build_call(
     if end is not None and end.payload.get("status") == "absent":
         absent = True
     if tool_name is None:
-        tool_name = first_decl or first_sem or history_names.get(call_id)
+        tool_name = first_decl or first_sem or history_names.get(call_id) or facts.paused_tool(call_id, start is not None)
     last_file, last = items[-1]
     anchor = end if end is not None else last
     call = Call(

@@ -7,7 +7,8 @@ Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
          has no place in event time and is a `bad-field` dead letter.
 Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
          `(run_id, ((call_id, type, held bytes, behind_ms, event_ms), ...))` at the earliest
-         of their times), dead-letter rows (`DEAD`) and a run's partial counts of one bundle (`COUNTS`).
+         of their times, with the run's facts among them, `RUN_FACT`), dead-letter rows (`DEAD`)
+         and a run's partial counts of one bundle (`COUNTS`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import itertools
 from typing import Any, Iterable
 
 import apache_beam as beam
+import orjson
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow, TimestampedValue
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.readers.jsvalues import is_js_number
-from footprint_audit.schemas.events import REASON_BAD_FIELD, DeadLetter, Event, SourceFile
+from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 
 from . import envelopes, sources
 from .accounting import RunCounts, add_dead_letter, count_event, stream_counts
@@ -39,6 +41,7 @@ __all__ = [
     "ParseMessageFn",
     "ClassifyAndKeyFn",
     "BATCH_EVENTS",
+    "RUN_FACT",
 ]
 
 KEYED = "keyed"
@@ -121,6 +124,11 @@ class ParseMessageFn(beam.DoFn):
 #: A bundle's call events are passed on once this many are held (and at the bundle's end).
 BATCH_EVENTS = 5000
 
+#: The `behind_ms` that marks an entry of `KEYED` as a fact of the run (`pause.resume`,
+#: `turn_start`, `turn_end`: the outcome rules' resumed leg), not a call's event: its bytes are
+#: `[type, toolCallId, toolName]` as JSON.
+RUN_FACT = -1
+
 
 class ClassifyAndKeyFn(beam.DoFn):
     """A timestamped event → keyed call event, dead letter, and its run's partial counts.
@@ -170,6 +178,8 @@ class ClassifyAndKeyFn(beam.DoFn):
             source, ev, behind_ms = element
             kind = count_event(self._count((ev.run_id, source), ms), ev, call_used=True)
             self._held += 1
+            if ev.type in RUN_EVENT_TYPES and ev.run_id is not None:  # a fact of the run for the join
+                self._calls.setdefault(ev.run_id, []).append(("", ev.type, _fact(ev), RUN_FACT, ms))
             if kind is CALL:
                 held = (ev.payload["toolCallId"], ev.type, encode_held(source, ev), behind_ms, ms)
                 self._calls.setdefault(ev.run_id, []).append(held)
@@ -177,6 +187,15 @@ class ClassifyAndKeyFn(beam.DoFn):
                 yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
         if self._held >= BATCH_EVENTS:
             yield from self._batches()
+
+
+def _fact(ev: Event) -> bytes:
+    """A run fact's bytes: `[type, toolCallId, toolName]` (each name a string, else null)."""
+    names = [v if type(v) is str else None for v in (ev.payload.get("toolCallId"), ev.payload.get("toolName"))]
+    try:
+        return orjson.dumps([ev.type, *names])
+    except TypeError:  # a lone surrogate in a name: JSON cannot hold it
+        return orjson.dumps([ev.type, None, None])
 
 
 def _at(value: Any, ms: int) -> WindowedValue:

@@ -79,9 +79,11 @@ from footprint_audit.schemas.events import (
 )
 
 from .accounting import DEAD, moved_counts
-from .calls import NOT_NEEDED, join_call_events
+from .call_types import RunFacts
+from .calls import NOT_NEEDED, join_call_events, run_facts_from
 from .held import decode_held, pack_held, unpack_held
 from .reading_rows import READER_VERSION, reading_row
+from .stream_events import RUN_FACT
 from .worker_gc import tune_gc
 
 __all__ = [
@@ -100,8 +102,8 @@ COUNT_FIXES = "count_fixes"
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
 #: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
 #: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
-#: and FORGET by their time.
-STATE_LAYOUT = 3
+#: and FORGET by their time; 4: the run's cell also holds its facts (under the key None).
+STATE_LAYOUT = 4
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each, and the calls of a run
@@ -202,16 +204,21 @@ class _CallStateCoder(Coder):
 
 
 class _RunCellCoder(Coder):
-    """A run's cell, `{call id: _CallState}`, as bytes: per call, its id (length, UTF-8 with lone
-    surrogates kept), then its `_CallStateCoder` bytes (length, bytes)."""
+    """A run's cell, `{call id: _CallState}` and its facts (`{None: bytes}`), as bytes: per call, its
+    id (length, UTF-8 with lone surrogates kept), then its `_CallStateCoder` bytes (length, bytes);
+    the facts as a length no id has (`_FACTS`), then theirs."""
 
     _LEN = struct.Struct("<I")
     _CALL = _CallStateCoder()
+    _FACTS = 0xFFFFFFFF
 
-    def encode(self, value: dict[str, _CallState]) -> bytes:
+    def encode(self, value: dict[Any, Any]) -> bytes:
         parts: list[bytes] = []
         pack = self._LEN.pack
         for call_id, call in value.items():
+            if call_id is None:
+                parts.extend((pack(self._FACTS), pack(len(call)), call))
+                continue
             name = call_id.encode("utf-8", "surrogatepass")
             body = self._CALL._parts(call)
             parts.append(pack(len(name)))
@@ -220,12 +227,17 @@ class _RunCellCoder(Coder):
             parts.extend(body)
         return b"".join(parts)
 
-    def decode(self, encoded: bytes) -> dict[str, _CallState]:
+    def decode(self, encoded: bytes) -> dict[Any, Any]:
         view, pos, end = memoryview(encoded), 0, len(encoded)
         unpack = self._LEN.unpack_from
-        cell: dict[str, _CallState] = {}
+        cell: dict[Any, Any] = {}
         while pos < end:
             (n,) = unpack(view, pos)
+            if n == self._FACTS:
+                (n,) = unpack(view, pos + 4)
+                cell[None] = bytes(view[pos + 8 : pos + 8 + n])
+                pos += 8 + n
+                continue
             call_id = bytes(view[pos + 4 : pos + 4 + n]).decode("utf-8", "surrogatepass")
             pos += 4 + n
             (n,) = unpack(view, pos)
@@ -307,15 +319,20 @@ class _StatefulJoinFn(beam.DoFn):
         state: Any = beam.DoFn.StateParam(RUN),
         cleanup_timer: Any = beam.DoFn.TimerParam(CLEANUP),
         read_timer: Any = beam.DoFn.TimerParam(READ),
+        forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
-        """A run's call events of one bundle `(call_id, type, held, behind_ms, event_ms)`: the run's
-        cell is read and written once for all of them."""
+        """A run's call events of one bundle `(call_id, type, held, behind_ms, event_ms)`, and its facts
+        (`RUN_FACT`): the run's cell is read and written once for all of them."""
         run_id, batch = element
         by_call: dict[str, list[tuple[str, bytes, int, int]]] = {}
+        facts: list[tuple[bytes, int]] = []
         for call_id, *item in batch:
-            by_call.setdefault(call_id, []).append(item)  # type: ignore[arg-type]
-        cell: dict[str, _CallState] = state.read() or {}
-        changed = False
+            if item[2] == RUN_FACT:
+                facts.append((item[1], item[3]))
+            else:
+                by_call.setdefault(call_id, []).append(item)  # type: ignore[arg-type]
+        cell: dict[Any, Any] = state.read() or {}
+        changed = bool(facts) and self._add_facts(cell, facts, read_timer, forget_timer)
         for call_id, items in by_call.items():
             before = cell.get(call_id)
             after = yield from self._add(run_id, call_id, before, items)
@@ -330,6 +347,25 @@ class _StatefulJoinFn(beam.DoFn):
             changed = True
         if changed:
             state.write(cell)
+
+    def _add_facts(self, cell: dict[Any, Any], facts: list[tuple[bytes, int]], read_timer: Any, forget_timer: Any) -> bool:
+        """Keep the run's new facts (each once); when what they say changes, the calls already read
+        are read again. They are forgotten with the run's last call, or after the horizon."""
+        held = [tuple(f) for f in orjson.loads(cell[None])] if None in cell else []
+        new = [f for f in dict.fromkeys(tuple(orjson.loads(b)) for b, _ms in facts) if f not in held]
+        if not new:
+            return False
+        before = _facts_of(held)
+        cell[None] = orjson.dumps(held + new)
+        latest = max(ms for _b, ms in facts)
+        if _facts_of(held + new) != before:
+            for call_id, call in cell.items():
+                if call_id is not None and call.revision >= 0 and not call.closed:
+                    cell[call_id] = call._replace(read_ms=latest)
+                    read_timer.set(Timestamp(micros=latest * 1000), dynamic_timer_tag=timer_tag(call_id))
+        forget_ms = -(-(latest + self.horizon_ms) // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
+        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
+        return True
 
     def _add(
         self, run_id: str, call_id: str, stored: _CallState | None, batch: list[tuple[str, bytes, int, int]]
@@ -384,12 +420,12 @@ class _StatefulJoinFn(beam.DoFn):
         tag: str = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
     ) -> Iterable[Any]:
-        cell: dict[str, _CallState] = state.read() or {}
+        cell: dict[Any, Any] = state.read() or {}
         call_id = call_of_tag(tag)
         held = cell.get(call_id)
         if held is None or held.closed or not held.read_ms:
             return
-        rows, kept = yield from self._read(key, call_id, held)
+        rows, kept = yield from self._read(key, call_id, held, cell.get(None))
         packed = held.packed if kept is None else _with_events(kept)
         cell[call_id] = held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, packed=packed)
         state.write(cell)
@@ -403,8 +439,9 @@ class _StatefulJoinFn(beam.DoFn):
         forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
         slot = ms_of_slot(tag)
-        cell: dict[str, _CallState] = state.read() or {}
-        due = [(call_id, held) for call_id, held in cell.items() if not held.closed and held.cleanup_ms == slot]
+        cell: dict[Any, Any] = state.read() or {}
+        due = [(call_id, held) for call_id, held in cell.items()
+               if call_id is not None and not held.closed and held.cleanup_ms == slot]
         if not due:
             return
         forget_ms = slot + self.lateness_ms
@@ -415,7 +452,7 @@ class _StatefulJoinFn(beam.DoFn):
                 # with what is known (outcome unknown); events that make no call at all (no
                 # tool_start or tool_end ever came for them: the call was closed earlier, or never
                 # began) are dead letters, never dropped.
-                rows, kept = yield from self._read(key, call_id, held)
+                rows, kept = yield from self._read(key, call_id, held, cell.get(None))
                 if not rows and held.revision < 0:
                     # no tool_start or tool_end ever came: the events make no call, and count as not
                     # needed, as `reassess` counts them
@@ -433,21 +470,23 @@ class _StatefulJoinFn(beam.DoFn):
         tag: str = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
     ) -> None:
-        # Only closed calls set this timer, and nothing reopens a closed call: drop those due.
+        # Only closed calls (and new facts) set this timer, and nothing reopens a closed call: drop
+        # those due, and the facts with the run's last call.
         slot = ms_of_slot(tag)
-        cell: dict[str, _CallState] = state.read() or {}
-        kept = {call_id: held for call_id, held in cell.items() if not (held.closed and held.cleanup_ms == slot)}
-        if len(kept) == len(cell):
-            return
-        if kept:
+        cell: dict[Any, Any] = state.read() or {}
+        kept = {k: held for k, held in cell.items() if k is not None and not (held.closed and held.cleanup_ms == slot)}
+        if not kept:
+            if cell:
+                state.clear()
+        elif len(kept) < len(cell) - (None in cell):
+            if None in cell:
+                kept[None] = cell[None]
             state.write(kept)
-        else:
-            state.clear()
 
-    def _read(self, run_id: str, call_id: str, held: _CallState) -> Any:
-        """Yield the call's readings rows from its events, revision `held.revision + 1`, and return
-        them with the events to keep (the first reading drops the copies that came before it;
-        None: all of them)."""
+    def _read(self, run_id: str, call_id: str, held: _CallState, facts: bytes | None) -> Any:
+        """Yield the call's readings rows from its events and the run's facts, revision
+        `held.revision + 1`, and return them with the events to keep (the first reading drops the
+        copies that came before it; None: all of them)."""
         buffered = held_events(held)
         positioned, originals, dropped = order_call_events(buffered)
         kept: list[bytes] | None = None
@@ -464,7 +503,7 @@ class _StatefulJoinFn(beam.DoFn):
                 else:
                     yield _moved(run_id, source, ev, NOT_NEEDED)
             kept = keep
-        calls = join_call_events(run_id, call_id, positioned, ordered=True)
+        calls = join_call_events(run_id, call_id, positioned, _facts_of(orjson.loads(facts) if facts else []), ordered=True)
         rev = held.revision + 1
         if rev and calls:
             self.corrections.inc(len(calls))
@@ -486,6 +525,12 @@ class _StatefulJoinFn(beam.DoFn):
 
 
 _FRESH = _CallState()
+
+
+def _facts_of(held: list) -> RunFacts:
+    """The run's facts (`RunFacts`, as `reassess` reads them) from its fact events `[type, toolCallId, toolName]`."""
+    events = (("stream", Event(i, t, {"toolCallId": cid, "toolName": name}, {})) for i, (t, cid, name) in enumerate(held))
+    return run_facts_from(events)
 
 
 def _late(source: str, ev: Event, run_id: str) -> dict:
