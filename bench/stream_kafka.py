@@ -5,9 +5,12 @@ Role: the stream's benchmark (not a test). It starts a local KRaft broker
 process, on `--runner FlinkRunner --flink_master=[local]`:
 
 * **throughput** — `--events` events of generated history (`bench/generate.py`, seeded)
-  are produced first, then one bounded job reads them all (`--max-records`). Reported:
-  the job's wall time (Flink's start included) and events/s after its first file
-  (start-up left out), with the tables checked to account for every event.
+  are produced once, then `--runs` bounded jobs read them all (`--max-records`), each with a
+  consumer group of its own. Reported per run: the job's wall time (Flink's start included),
+  events/s after its first file (start-up left out), the tables checked to account for every
+  event (through `schemas/views.sql`), and the machine's load average (1 min) at the start
+  and the highest seen during the run; then the median. A figure taken at a load above the
+  machine's cores measures the other work too.
 * **latency** — once the job's Kafka read has started, a live producer sends calls for
   `--live-seconds`, each event stamped with the wall clock as it is sent (`tool_start`,
   a declaration, `tool_end`), while the job runs. Every output file is noticed by polling the output folder every
@@ -15,7 +18,7 @@ process, on `--runner FlinkRunner --flink_master=[local]`:
   `wallClockMs`. Reported: p50 and p95, against the grace period (the reading is due
   only `--grace-seconds` after `tool_end`).
 
-    python -m bench.stream_kafka                       # 100k events; 60 s live at 200 calls/s
+    python -m bench.stream_kafka                       # 100k events, 3 runs; 60 s live at 200 calls/s
     python -m bench.stream_kafka --events 20000 --live-seconds 30
     python -m bench.stream_kafka --events 20000 --skip latency --keep --job-arg=--max_bundle_size=10000
 
@@ -92,26 +95,32 @@ def _files(out: Path, table: str) -> list[Path]:
     return sorted((out / table).rglob("pane-*.parquet")) if (out / table).exists() else []
 
 
-def throughput(work: Path, bootstrap: str, events: int) -> dict:
-    records, declarations = _history(work, events)
-    _produce(bootstrap, "history", records)
-    out, log = work / "throughput", work / "throughput.log"
+def _accounted(out: Path) -> int:
+    """The records the tables account for, each once (the report's views)."""
+    from footprint_audit.pipelines.report import check_output_dir, connect, fetch
+
+    return int(fetch(connect(out, check_output_dir(out)), "SELECT events_read FROM report_figures")[0]["events_read"])
+
+
+def throughput(work: Path, bootstrap: str, records: list, declarations: Path, run: int) -> dict:
+    out, log = work / f"throughput-{run}", work / f"throughput-{run}.log"
+    load_start = load_max = os.getloadavg()[0]
     start = time.monotonic()
-    proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)))
+    proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)),
+                   "--consumer-group", f"bench-{run}")
     first = None
     while proc.poll() is None:
         if first is None and _files(out, "runs"):
             first = time.monotonic()
+        load_max = max(load_max, os.getloadavg()[0])
         time.sleep(0.2)
     wall = time.monotonic() - start
     if proc.returncode != 0:
         raise SystemExit(f"the stream job failed ({proc.returncode}); see {log}")
-    runs = [r for f in _files(out, "runs") for r in pq.read_table(f).to_pylist()]
-    dead = [r for f in _files(out, "dead_letters") for r in pq.read_table(f).to_pylist()]
-    accounted = sum(r["events"] for r in runs) + sum(1 for d in dead if d["run_id"] is None)
     after_first = wall - ((first or start) - start)
-    return {"events": len(records), "accounted": accounted, "wall_s": wall,
-            "events_per_s_wall": len(records) / wall, "events_per_s_after_start": len(records) / max(after_first, 1e-9)}  # fmt: skip
+    return {"events": len(records), "accounted": _accounted(out), "wall_s": wall, "load_start": load_start,
+            "load_max": load_max, "events_per_s_wall": len(records) / wall,
+            "events_per_s_after_start": len(records) / max(after_first, 1e-9)}  # fmt: skip
 
 
 def _live_producer(bootstrap: str, topic: str, seconds: float, calls_per_s: float, stop: threading.Event) -> int:
@@ -186,6 +195,7 @@ def latency(work: Path, bootstrap: str, seconds: float, calls_per_s: float, grac
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.stream_kafka", description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=3, help="throughput jobs over the same records (default 3)")
     ap.add_argument("--live-seconds", type=float, default=60)
     ap.add_argument("--calls-per-second", type=float, default=200)
     ap.add_argument("--grace-seconds", type=float, default=30)
@@ -203,10 +213,17 @@ def main(argv: list[str] | None = None) -> int:
         with KafkaBroker(ensure_jars(log=lambda m: None)["kafka_lib"], workdir=work / "kafka") as broker:
             if "throughput" not in args.skip:
                 broker.create_topic("history", partitions=PARTITIONS)
-                t = throughput(work, broker.bootstrap, args.events)
-                print(f"throughput: {t['events']:,} events, {t['accounted']:,} accounted, {t['wall_s']:.1f} s wall "
-                      f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
-                      f"{t['events_per_s_after_start']:,.0f} after the first file)")  # fmt: skip
+                records, declarations = _history(work, args.events)
+                _produce(broker.bootstrap, "history", records)
+                rates = []
+                for run in range(1, args.runs + 1):
+                    t = throughput(work, broker.bootstrap, records, declarations, run)
+                    rates.append(t["events_per_s_after_start"])
+                    print(f"throughput {run}: {t['events']:,} events, {t['accounted']:,} accounted, {t['wall_s']:.1f} s wall "
+                          f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
+                          f"{t['events_per_s_after_start']:,.0f} after the first file); "
+                          f"load {t['load_start']:.1f} at the start, {t['load_max']:.1f} at most", flush=True)  # fmt: skip
+                print(f"throughput median: {statistics.median(rates):,.0f} events/s after the first file ({len(rates)} runs)")
             if "latency" not in args.skip:
                 lat = latency(work, broker.bootstrap, args.live_seconds, args.calls_per_second, args.grace_seconds)
                 print(f"latency: {lat['readings']:,} live readings of {lat['sent']:,} events sent; tool_end to file "
