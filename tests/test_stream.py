@@ -335,7 +335,8 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     assert stream_mod.run(["--source", "file://examples/recordings/**", "--output", str(streamed), "--declarations", "examples/declarations.json"]) == 0
     assert assert_stream_matches_batch(batch, streamed) > 40
     assert {r["revision"] for r in load_table(streamed, "readings")} == {0}
-    assert any(r["reason"] == "bad-field" for r in load_table(streamed, "dead_letters"))
+    bad_field = [r for r in load_table(streamed, "dead_letters") if r["reason"] == "bad-field"]
+    assert bad_field and all('"wallClockMs"' in r["raw"] for r in bad_field)  # the event's bytes, not ""
     # the closing line sums up the tables the job wrote
     readings, runs = load_table(streamed, "readings"), load_table(streamed, "runs")
     calls = {(r["run_id"], r["tool_call_id"], r["occurrence"]) for r in readings}

@@ -53,6 +53,11 @@ def reassess_examples(out: Path) -> Path:
     return out
 
 
+def example_records() -> list[tuple[int, int | None, bytes]]:
+    """The examples' events as records, each run in its own partition, in event-time order."""
+    return [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in example_events()]
+
+
 def shuffled_with_copies(events: list, seed: int = 11) -> list[tuple[int, int | None, bytes]]:
     """The examples as a keyed producer with retries would deliver them: each run in its own
     partition, every record displaced by up to 4 s of event time (inside the default 5 s of
@@ -169,6 +174,12 @@ def test_a_declaration_past_the_allowed_lateness_is_a_late_dead_letter_counted_i
     assert sum(r["dead_letters"] for r in runs if (r["run_id"], r["source_file"]) == (run_id, source)) >= 1
 
 
+def test_a_record_without_an_event_time_is_a_bad_field_dead_letter_with_its_bytes(delivered):
+    sent = {body.decode() for _ms, _run, body in example_events()}
+    bad = [d for d in tables(delivered["out"])[1] if d["reason"] == "bad-field"]
+    assert bad and all(d["raw"] in sent for d in bad)
+
+
 def test_no_file_is_written_twice_and_names_are_unique(delivered):
     files = [p for p in delivered["out"].rglob("*.parquet") if "_state" not in p.parts]
     assert files and all(p.name.startswith("pane-") and p.parent.name.startswith("window=") for p in files)
@@ -218,17 +229,23 @@ def read_runs(path: Path):
     return read_source(str(path)).runs
 
 
+def history_and_batch(tmp: Path, **kw) -> tuple[list, Path, Path, Path]:
+    """`history_records(tmp, **kw)`, their declarations, and `reassess`'s output of them."""
+    from bench.generate import write_declarations
+
+    records, history = history_records(tmp, **kw)
+    declarations = Path(write_declarations(tmp / "declarations.json"))
+    batch = tmp / "batch"
+    assert reassess.run(["--input", str(history), "--output", str(batch), "--declarations", str(declarations),
+                         "--no-progress", "--quiet"]) == 0
+    return records, history, declarations, batch
+
+
 def test_replaying_100k_events_of_history_reads_every_call_on_time(integration_jars, tmp_path):
     from kafka_broker import KafkaBroker
 
-    from bench.generate import write_declarations
-
-    records, history = history_records(tmp_path)
+    records, history, declarations, batch = history_and_batch(tmp_path)
     assert len(records) == 100_000
-    declarations = Path(write_declarations(tmp_path / "declarations.json"))
-    batch = tmp_path / "batch"
-    assert reassess.run(["--input", str(history), "--output", str(batch), "--declarations", str(declarations),
-                         "--no-progress", "--quiet"]) == 0
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("history", partitions=PARTITIONS)
@@ -278,8 +295,7 @@ def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integrat
     """The job server (and the embedded Flink in it) dies with a killed launcher; what was written stays."""
     from kafka_broker import KafkaBroker
 
-    events = example_events()
-    records = [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in events]
+    records = example_records()
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("events", partitions=PARTITIONS)
@@ -299,8 +315,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
     `reassess`'s and every record is counted once."""
     from kafka_broker import KafkaBroker
 
-    events = example_events()
-    records = [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in events]
+    records = example_records()
     first, rest = records[: len(records) // 2], records[len(records) // 2 :]
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
@@ -330,13 +345,7 @@ def test_sigkill_during_a_backlog_then_restart_counts_every_record_once(integrat
     second job reads again are written again, and the views count each of them once."""
     from kafka_broker import KafkaBroker
 
-    from bench.generate import write_declarations
-
-    records, history = history_records(tmp_path, target=20_000, size=16 << 20)
-    declarations = Path(write_declarations(tmp_path / "declarations.json"))
-    batch = tmp_path / "batch"
-    assert reassess.run(["--input", str(history), "--output", str(batch), "--declarations", str(declarations),
-                         "--no-progress", "--quiet"]) == 0
+    records, _history, declarations, batch = history_and_batch(tmp_path, target=20_000, size=16 << 20)
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("history", partitions=PARTITIONS)
@@ -362,8 +371,7 @@ def test_a_bounded_read_run_twice_counts_once(integration_jars, tmp_path):
     once."""
     from kafka_broker import KafkaBroker
 
-    events = example_events()
-    records = [(partition_of(run, PARTITIONS), ms, body) for ms, run, body in events]
+    records = example_records()
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
         broker.create_topic("events", partitions=PARTITIONS)
