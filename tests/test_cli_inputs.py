@@ -77,9 +77,12 @@ def test_links_to_folders_are_never_followed_so_loops_and_repeats_read_each_file
     res = reassess_cli("--input", pattern, "--output", str(tmp_path / "out"), "--no-progress", "--quiet", timeout=300)
     ok(res)
     runs = load_table(tmp_path / "out", "runs")
-    assert sorted(r["source_file"] for r in runs) == [f"{inp}/file-link.jsonl", f"{inp}/real/run.jsonl"]
+    # The link and its file are the same bytes: read once, under the first name.
+    assert sorted(r["source_file"] for r in runs) == [f"{inp}/file-link.jsonl"]
     assert "r-outside" not in {r["run_id"] for r in runs}
     dead = dead_by_file(tmp_path / "out")
+    (copy,) = dead.pop(f"{inp}/real/run.jsonl")
+    assert copy["reason"] == "duplicate-file" and f"{inp}/file-link.jsonl" in copy["detail"]
     links = ["loop-a", "loop-b", "up", "out-of-tree", *(f"again-{i}" for i in range(5))]
     assert sorted(dead) == sorted(f"{inp}/{name}" for name in links)
     for name in links:
