@@ -28,8 +28,11 @@ Run on Dataflow::
 `transforms.spill_join`.)
 
 `--incremental` reads only the input files the output's manifest has not seen
-(by name, size and sha256) and adds their rows beside the published ones
-(`pipelines.incremental`).
+(by path, size and sha256; a file moved since it was read is not read again)
+and adds their rows beside the published ones (`pipelines.incremental`).
+
+A file named several ways is read once; of input files with the same bytes (local
+output) the first by name is read and the others are `duplicate-file` dead letters.
 
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
@@ -132,8 +135,8 @@ def _parser() -> FlagParser:
                         "(0..1) of the events read")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
     p.add_argument("--incremental", action="store_true",
-                   help="read only the input files the output has not seen (by name, size and sha256) and add "
-                        "their rows; a changed file's rows are replaced")
+                   help="read only the input files the output has not seen (by path, size and sha256) and add "
+                        "their rows; a changed file's rows are replaced, a moved one is not read again")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
 
