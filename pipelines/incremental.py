@@ -72,7 +72,7 @@ class Plan:
     increment: int
     manifest: list[dict]
     new: list[str] = field(default_factory=list)  # source files never read
-    changed: list[str] = field(default_factory=list)  # read before, with another size or hash
+    changed: list[str] = field(default_factory=list)  # read before, with another size or hash: rows replaced
     pulled: list[str] = field(default_factory=list)  # unchanged, read again for the runs they share
     hashes: dict[str, str | None] = field(default_factory=dict)  # source file -> sha256 of every input
     earlier: dict[str, str] = field(default_factory=dict)  # input name -> the name the tables give it
@@ -81,8 +81,8 @@ class Plan:
 
     @property
     def read(self) -> list[str]:
-        """The source files this job reads, sorted."""
-        return sorted({*self.new, *self.changed, *self.pulled})
+        """The source files this job reads, sorted (a changed file that is now a duplicate is not read)."""
+        return sorted({*self.new, *self.changed, *self.pulled} - self.duplicates.keys())
 
     @property
     def replaced(self) -> set[str]:
@@ -192,15 +192,16 @@ def plan_increment(manifest: list[dict], names: list[str], hash_of: Callable[[st
         if r["sha256"] and r["size"] and r["duplicate_of"] is None and r["source_file"] not in leaving:
             holders.setdefault(r["sha256"], r["source_file"])
     listed = {file_key(n) for n in names}
-    for name in sorted(unknown):
+    for name in sorted([*unknown, *plan.changed]):  # a changed file may now hold another file's bytes
         held = holders.get(plan.hashes[name] or "") if sizes[name] else None
         if held is None:
-            plan.new.append(name)
-        elif file_key(held) in listed or os.path.lexists(held) or held in plan.moved.values():
+            if name in unknown:
+                plan.new.append(name)
+        elif name in plan.changed or file_key(held) in listed or os.path.lexists(held) or held in plan.moved.values():
             plan.duplicates[name] = held
         else:
             plan.moved[name] = held
-    plan.duplicates.update(manifest_mod.duplicates_of(plan.new, sizes, plan.hashes))
+    plan.duplicates.update(manifest_mod.duplicates_of(plan.read, sizes, plan.hashes))
     plan.new = [n for n in plan.new if n not in plan.duplicates]
     return plan
 
