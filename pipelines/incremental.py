@@ -18,10 +18,16 @@ Role:    the output's manifest (`pipelines.manifest`) names every file it has
          they were are hard links; files that lose rows are rewritten without
          them; the new rows are new files, `inc-NNNNN-part-…`) and published by
          the same journalled swap as a full run: all or nothing.
+         A file is known by its path however it is spelled (`inputs.file_key`)
+         and by its bytes: a file moved or renamed since it was read is not read
+         again (nor is it an error when its runs are read again: it is read where
+         it is now); a new file with the bytes of another one is left out, a
+         `duplicate-file` dead letter (as in a full run).
 Refuses: (one sentence, exit 2) a remote output; an output of another kind (a
-         stream's, or tables without a manifest); other declarations than the
-         output was read with; a run shared with a file read before that is no
-         longer among the inputs.
+         stream's, or tables without a manifest); other declarations, another
+         reader version or another `--max-event-bytes` than the output was read
+         with; a run shared with a file read before that is no longer among the
+         inputs nor where the tables name it.
 Emits:   files under the job's staging folder.
 """
 
@@ -41,10 +47,10 @@ from footprint_audit.schemas.tables import TABLES
 
 from . import manifest as manifest_mod
 from .errors import UsageError
-from .inputs import is_local
+from .inputs import file_key, is_local
 
 __all__ = ["Plan", "plan_increment", "check_local", "check_output", "read_increment", "pull_in", "runs_in",
-           "assemble", "increment_prefix", "PASS_DIR"]
+           "assemble", "increment_prefix", "same_bytes_note", "PASS_DIR"]
 
 #: The staging subfolder one pass of the pipeline writes into.
 PASS_DIR = "_increment"
@@ -57,24 +63,31 @@ def increment_prefix(increment: int) -> str:
 
 @dataclass
 class Plan:
-    """What one incremental job reads, and whose earlier rows it replaces."""
+    """What one incremental job reads, and whose earlier rows it replaces.
+
+    Names are the inputs' names as listed now; `earlier` maps those the tables name otherwise
+    (another spelling of the same path, or a file moved since it was read) to the tables' name.
+    """
 
     increment: int
     manifest: list[dict]
     new: list[str] = field(default_factory=list)  # source files never read
-    changed: list[str] = field(default_factory=list)  # read before, with another size or hash
+    changed: list[str] = field(default_factory=list)  # read before, with another size or hash: rows replaced
     pulled: list[str] = field(default_factory=list)  # unchanged, read again for the runs they share
     hashes: dict[str, str | None] = field(default_factory=dict)  # source file -> sha256 of every input
+    earlier: dict[str, str] = field(default_factory=dict)  # input name -> the name the tables give it
+    moved: dict[str, str] = field(default_factory=dict)  # input -> the file read before with its bytes, gone
+    duplicates: dict[str, str] = field(default_factory=dict)  # input -> the file read with the same bytes
 
     @property
     def read(self) -> list[str]:
-        """The source files this job reads, sorted."""
-        return sorted({*self.new, *self.changed, *self.pulled})
+        """The source files this job reads, sorted (a changed file that is now a duplicate is not read)."""
+        return sorted({*self.new, *self.changed, *self.pulled} - self.duplicates.keys())
 
     @property
     def replaced(self) -> set[str]:
-        """The source files whose published rows are dropped (read again now)."""
-        return {*self.changed, *self.pulled}
+        """The source files (as the tables name them) whose published rows are dropped (read again now)."""
+        return {self.earlier.get(name, name) for name in (*self.changed, *self.pulled)}
 
 
 def _table_files(out: str, table: str) -> list[Path]:
@@ -100,7 +113,7 @@ def check_local(out: str) -> None:
         raise UsageError(f"--incremental needs a local --output (this one is {out}): run without --incremental")
 
 
-def check_output(out: str, declarations_json: str, reader_version: str) -> list[dict]:
+def check_output(out: str, declarations_json: str, reader_version: str, max_event_bytes: int) -> list[dict]:
     """The manifest of an output an incremental job may add to; `UsageError` (one sentence) otherwise."""
     check_local(out)
     if any(p.is_dir() and p.name.startswith("window=") for t in TABLES for p in (Path(out) / t).glob("window=*")):
@@ -128,6 +141,13 @@ def check_output(out: str, declarations_json: str, reader_version: str) -> list[
                 f"--output {out} was read by reader version {', '.join(versions)} and this is {reader_version}: "
                 "run without --incremental to read everything again (then `footprint-audit diff` shows what moved)"
             )
+        caps = sorted({r["max_event_bytes"] for r in rows} - {None})  # null: not recorded by an older version
+        if caps and caps != [max_event_bytes]:
+            raise UsageError(
+                f"--output {out} was read with --max-event-bytes {', '.join(map(str, caps))} and this job gives "
+                f"{max_event_bytes}: give --max-event-bytes {caps[0]}, or run without --incremental to read "
+                "everything again with the new cap"
+            )
     return rows
 
 
@@ -146,16 +166,43 @@ def _runs_by_file(out: str) -> dict[str, set[str]]:
 
 def plan_increment(manifest: list[dict], names: list[str], hash_of: Callable[[str], str | None],
                    sizes: dict[str, int]) -> Plan:
-    """Which inputs are new or changed (by name, size and sha256)."""
-    seen = {r["source_file"]: r for r in manifest}
+    """Which inputs are new or changed. A file is known by its path however it is spelled
+    (`inputs.file_key`), and by its bytes: an input the output has not read under its path but
+    whose bytes it has read is not read again, as the file moved there when the file read is gone
+    (`moved`), else as a duplicate of it (`duplicates`, a dead letter); of new inputs with the same
+    bytes the first by name is read and the others are its duplicates."""
+    seen = {file_key(r["source_file"]): r for r in manifest}
     plan = Plan(increment=max((r["increment"] for r in manifest), default=0) + 1, manifest=manifest)
+    unknown = []
     for name in names:
         digest = plan.hashes[name] = hash_of(name)
-        before = seen.get(name)
+        before = seen.get(file_key(name))
         if before is None:
-            plan.new.append(name)
-        elif before["size"] != sizes[name] or before["sha256"] != digest:
+            unknown.append(name)
+            continue
+        if before["source_file"] != name:
+            plan.earlier[name] = before["source_file"]
+        if before["size"] != sizes[name] or before["sha256"] != digest:
             plan.changed.append(name)
+    leaving = plan.replaced  # read again now: their earlier bytes leave the output
+    # A duplicate read before whose file read is changed now holds bytes the output no longer has: read it.
+    plan.changed += [n for n in names if n not in plan.changed and seen.get(file_key(n), {}).get("duplicate_of") in leaving]
+    holders: dict[str, str] = {}  # sha256 -> the file read before with those bytes, still in the output
+    for r in sorted(manifest, key=lambda r: r["source_file"]):
+        if r["sha256"] and r["size"] and r["duplicate_of"] is None and r["source_file"] not in leaving:
+            holders.setdefault(r["sha256"], r["source_file"])
+    listed = {file_key(n) for n in names}
+    for name in sorted([*unknown, *plan.changed]):  # a changed file may now hold another file's bytes
+        held = holders.get(plan.hashes[name] or "") if sizes[name] else None
+        if held is None:
+            if name in unknown:
+                plan.new.append(name)
+        elif name in plan.changed or file_key(held) in listed or os.path.lexists(held) or held in plan.moved.values():
+            plan.duplicates[name] = held
+        else:
+            plan.moved[name] = held
+    plan.duplicates.update(manifest_mod.duplicates_of(plan.read, sizes, plan.hashes))
+    plan.new = [n for n in plan.new if n not in plan.duplicates]
     return plan
 
 
@@ -163,10 +210,10 @@ def pull_in(out: str, plan: Plan, runs_read: set[str], names: list[str]) -> list
     """The files read before that share a run with what this job reads (closed over the runs they
     hold in turn), beyond those it reads already; `UsageError` when one is no longer an input."""
     by_file = _runs_by_file(out)
-    reading = {*plan.new, *plan.changed}
+    reading = {plan.earlier.get(name, name) for name in (*plan.new, *plan.changed)}
     runs = set(runs_read)
     for name in plan.changed:
-        runs |= by_file.get(name, set())
+        runs |= by_file.get(plan.earlier.get(name, name), set())
     pulled: set[str] = set()
     grew = True
     while grew:
@@ -177,14 +224,22 @@ def pull_in(out: str, plan: Plan, runs_read: set[str], names: list[str]) -> list
             pulled.add(source)
             runs |= held
             grew = True
-    # A file read before and not among this job's inputs is read again where the tables name it.
-    missing = sorted(name for name in pulled - set(names) if not os.path.isfile(name))
-    if missing:
-        raise UsageError(
-            f"{missing[0]} holds a run that the files read now hold too, and is no longer there to be read "
-            "again: give it with --input, or run without --incremental"
-        )
-    return sorted(pulled)
+    # A file read before is read again from the inputs (under any spelling of its path, or where it
+    # moved to), or else where the tables name it.
+    inputs = {file_key(name): name for name in names}
+    inputs.update((file_key(source), name) for name, source in plan.moved.items())
+    found = []
+    for source in sorted(pulled):
+        name = inputs.get(file_key(source), source)
+        if name == source and name not in names and not os.path.isfile(name):
+            raise UsageError(
+                f"{source} holds a run that the files read now hold too, and is no longer there to be read "
+                "again: give it (under any name) with --input, or run without --incremental"
+            )
+        if name != source:
+            plan.earlier[name] = source
+        found.append(name)
+    return found
 
 
 def runs_in(staged: str) -> set[str]:
@@ -260,4 +315,16 @@ def read_increment(plan: Plan, names: list[str], out: str, staging: str,
     counts = assemble(out, staging, pass_dir, plan)
     if say:
         say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "
-            f"{len(plan.pulled)} read again; {counts['added']} rows added, {counts['dropped']} replaced")
+            f"{len(plan.pulled)} read again, {len(plan.duplicates)} duplicate(s); "
+            f"{counts['added']} rows added, {counts['dropped']} replaced")
+
+
+def same_bytes_note(plan: Plan) -> str | None:
+    """One line on the inputs not read for their bytes (moved files, duplicates), or None."""
+    parts = []
+    for found, what in ((plan.moved, "moved file(s) not read again"),
+                        (plan.duplicates, f"duplicate(s) left out, in dead_letters as {manifest_mod.DUPLICATE_FILE}")):
+        if found:
+            first = min(found)
+            parts.append(f"{len(found)} {what} ({first} holds the same bytes as {found[first]})")
+    return "; ".join(parts) or None

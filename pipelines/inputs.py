@@ -16,6 +16,9 @@ Role:    a file, a folder (read recursively) or a glob (`**` for any depth)
            input lists them.
          File names are kept as the OS gives them; `display_name` is the name a
          table shows (a name that is not UTF-8 with its bytes escaped, `\\xff`).
+         One file named several ways (`a.jsonl`, `./a.jsonl`, `/abs/a.jsonl`,
+         overlapping globs) is one input, under the first name listed: a file is
+         known by `file_key`, its absolute normalised path.
 """
 
 from __future__ import annotations
@@ -30,12 +33,19 @@ from apache_beam.io.filesystems import FileSystems
 
 from .errors import UsageError
 
-__all__ = ["expand_inputs", "iter_inputs", "check_inputs", "display_name", "is_local"]
+__all__ = ["expand_inputs", "iter_inputs", "check_inputs", "display_name", "file_key", "is_local"]
 
 
 def is_local(path: str) -> bool:
     """True for a path on this machine (no `scheme://`)."""
     return "://" not in path
+
+
+def file_key(path: str) -> str:
+    """The name a file is known by whatever way it was spelled: a local path absolute and normalised
+    (`./a.jsonl`, `a.jsonl` and `/abs/a.jsonl` alike; links are not resolved, so a link and its
+    target stay two names, of the same bytes); a remote one as it is."""
+    return os.path.normpath(os.path.abspath(path)) if is_local(path) else path
 
 
 def display_name(path: str) -> str:
@@ -205,17 +215,19 @@ def check_inputs(patterns: list[str], output: str | None = None) -> None:
 
 
 def expand_inputs(patterns: list[str], output: str | None = None) -> list[tuple[str, int]]:
-    """Every input (path, size) the patterns name, sorted; raises `UsageError` for a pattern that names none.
+    """Every input (path, size) the patterns name, sorted, each file once (under the first name listed);
+    raises `UsageError` for a pattern that names none.
 
     `output`: the job's output folder, whose files are never inputs. The size of
     anything but a regular file is 0 (it is not read: the reader makes it a dead letter).
     The job itself lists its inputs on its workers (`pipelines.listing`); this whole list is for tools.
     """
     outside = _Outside(output)
-    found: dict[str, int] = {}
+    found: dict[str, tuple[str, int]] = {}  # file_key -> the first (path, size) listed
     for pattern in patterns:
-        matched = dict(_local(pattern, outside) if is_local(pattern) else _remote(pattern, output))
+        matched = list(_local(pattern, outside) if is_local(pattern) else _remote(pattern, output))
         if not matched:
             raise UsageError(f"--input {pattern}: the pattern matches no file")
-        found.update(matched)
-    return sorted(found.items())
+        for path, size in matched:
+            found.setdefault(file_key(path), (path, size))
+    return sorted(found.values())

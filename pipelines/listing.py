@@ -10,7 +10,11 @@ Role:    the job's graph holds the patterns only, never the file list, so it sta
          only checks each pattern's first match (`inputs.check_inputs`) for a usage
          error. Each file becomes one `(name bytes, size)` element: the OS's bytes of
          its name (`os.fsencode`, so a name that is not UTF-8 crosses Beam's coders
-         intact) and its size; a file named by several patterns is listed once.
+         intact) and its size; a file named by several patterns, or spelled several
+         ways (`a.jsonl`, `./a.jsonl`, `/abs/a.jsonl`: `inputs.file_key`), is listed
+         once, under the first name listed (as `inputs.expand_inputs` lists it). A
+         file whose `file_key` is in `skip` (the launcher's duplicates of another file's
+         bytes) is left out.
 Emits:   `(bytes, int)` per input file, and their total size (`TOTAL_BYTES`: the
          readings' number of files follows it). `SpreadFiles` hands the files out to the
          local runner's workers in about equal shares of bytes.
@@ -24,7 +28,7 @@ from typing import Any, Iterable, Iterator
 import apache_beam as beam
 
 from .errors import UsageError
-from .inputs import iter_inputs
+from .inputs import file_key, iter_inputs
 
 __all__ = ["ListInputs", "SpreadFiles", "TOTAL_BYTES", "BUCKETS_PER_WORKER"]
 
@@ -37,31 +41,34 @@ class _ListPatternsFn(beam.DoFn):
     """Impulse's one element → `(os.fsencode(path), size)` of each input file the patterns name, each
     file once, then their total size (`TOTAL_BYTES`)."""
 
-    def __init__(self, patterns: list[str], output: str | None) -> None:
+    def __init__(self, patterns: list[str], output: str | None, skip: frozenset[str] = frozenset()) -> None:
         self.patterns = list(dict.fromkeys(patterns))  # a pattern given twice is listed once
         self.output = output
+        self.skip = skip
 
     def process(self, _impulse: bytes) -> Iterator[Any]:
-        seen: set[bytes] | None = set() if len(self.patterns) > 1 else None  # a file two patterns name
+        seen: set[str] | None = set() if len(self.patterns) > 1 else None  # a file two patterns name
         total = 0
         for pattern in self.patterns:
-            for name, size in self._listed(pattern):
+            for path, size in self._listed(pattern):
                 if seen is not None:
-                    if name in seen:
+                    key = file_key(path)
+                    if key in seen:
                         continue
-                    seen.add(name)
+                    seen.add(key)
+                if self.skip and file_key(path) in self.skip:
+                    continue
                 total += size
-                yield name, size
+                yield os.fsencode(path), size
         yield beam.pvalue.TaggedOutput(TOTAL_BYTES, total)
 
-    def _listed(self, pattern: str) -> Iterator[tuple[bytes, int]]:
+    def _listed(self, pattern: str) -> Iterator[tuple[str, int]]:
         try:
-            for path, size in iter_inputs(pattern, self.output):
-                yield os.fsencode(path), size
+            yield from iter_inputs(pattern, self.output)
         except UsageError:
             # A path written out that is gone since the launcher checked it: it is still an input,
             # which the reader makes an `unreadable` dead letter (nothing is left out unsaid).
-            yield os.fsencode(pattern), 0
+            yield pattern, 0
 
 
 class ListInputs(beam.PTransform):
@@ -70,16 +77,17 @@ class ListInputs(beam.PTransform):
     before it reads waits for no other stage). Applied to the pipeline: one step lists every
     pattern, on one worker."""
 
-    def __init__(self, patterns: list[str], output: str | None) -> None:
+    def __init__(self, patterns: list[str], output: str | None, skip: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.patterns = list(patterns)
         self.output = output
+        self.skip = skip
 
     def expand(self, begin: beam.pvalue.PBegin) -> beam.pvalue.DoOutputsTuple:
         return (
             begin
             | "Impulse" >> beam.Impulse()
-            | "ListPatterns" >> beam.ParDo(_ListPatternsFn(self.patterns, self.output)).with_outputs(
+            | "ListPatterns" >> beam.ParDo(_ListPatternsFn(self.patterns, self.output, self.skip)).with_outputs(
                 TOTAL_BYTES, main="files")
         )
 

@@ -5,7 +5,9 @@ Role:    `reassess` hashes its input files and stages one manifest row per file
          (`schemas.manifest`), published with the tables by `output.publish`;
          `reassess --incremental` reads the published manifest to find the files
          it has not seen; `diff` and `report` read it for the reader version,
-         the declarations and the number of increments.
+         the declarations and the number of increments. Files of the same bytes
+         are found here (`duplicates_of`): one is read, the others are
+         `duplicate-file` dead letters (`duplicate_letters`).
 Emits:   the staged `manifest/` Parquet file; reads files to hash them.
 """
 
@@ -20,12 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.events import DeadLetter
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 
 from .inputs import is_local
 
-__all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "stage_manifest",
-           "write_manifest", "build_note"]
+__all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "duplicates_of",
+           "DUPLICATE_FILE", "duplicate_letters", "stage_manifest", "write_manifest", "build_note"]
 
 _CHUNK = 1 << 20
 
@@ -55,14 +58,30 @@ def file_sha256(path: str) -> str | None:
 
 
 def manifest_row(
-    source_file: str, size: int, sha256: str | None, increment: int, reader_version: str, declarations: str, declarations_file: str | None,
+    source_file: str, size: int, sha256: str | None, increment: int, reader_version: str, declarations: str,
+    declarations_file: str | None, max_event_bytes: int, duplicate_of: str | None = None,
 ) -> dict:
     """One manifest row."""
     return {
         "source_file": source_file, "size": size, "sha256": sha256, "increment": increment,
         "reader_version": reader_version, "declarations": declarations,
-        "declarations_file": declarations_file,
+        "declarations_file": declarations_file, "max_event_bytes": max_event_bytes, "duplicate_of": duplicate_of,
     }
+
+
+def duplicates_of(names: list[str], sizes: dict[str, int], hashes: dict[str, str | None]) -> dict[str, str]:
+    """The files among `names` that hold the same bytes as another one, each mapped to the one read:
+    the first by name of those bytes. Empty and unreadable files have no bytes to share."""
+    first: dict[str, str] = {}
+    found: dict[str, str] = {}
+    for name in sorted(names):
+        digest = hashes.get(name)
+        if digest is None or not sizes.get(name):
+            continue
+        kept = first.setdefault(digest, name)
+        if kept != name:
+            found[name] = kept
+    return found
 
 
 def manifest_files(out: str) -> list[Path]:
@@ -80,19 +99,34 @@ def read_manifest(out: str) -> list[dict] | None:
     return table.to_pylist()
 
 
+#: The dead-letter reason of an input left out because another input holds the same bytes.
+DUPLICATE_FILE = "duplicate-file"
+
+
+def duplicate_letters(duplicates: dict[str, str]) -> list[dict]:
+    """The `dead_letters` rows of the `duplicates` (name -> the file of the same bytes that is read)."""
+    return [DeadLetter(name, None, None, DUPLICATE_FILE,
+                       f"the same bytes as {kept}, which is read: this file is left out, so nothing is counted twice",
+                       b"").row() for name, kept in sorted(duplicates.items())]
+
+
 def stage_manifest(
     staging: str, read: list[str], sizes: dict[str, int], hashes: dict[str, str | None], increment: int,
-    reader_version: str, declarations: Declarations, declarations_file: str | None, earlier: list[dict],
+    reader_version: str, declarations: Declarations, declarations_file: str | None, max_event_bytes: int,
+    earlier: list[dict], duplicates: dict[str, str] | None = None, replaced: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """Stage the manifest after a job: the `earlier` rows of files it did not read, and a row for each
-    file it read (a file read again where the tables name it, not an input, is sized and hashed here)."""
+    """Stage the manifest after a job: the `earlier` rows of files it did not read (nor `replaced`: read
+    again under another name), a row for each file it read (a file read again where the tables name it,
+    not an input, is sized and hashed here), and one for each of its `duplicates` (name -> the file read)."""
     decl = declarations_json(declarations)
+    duplicates = duplicates or {}
     rows = []
-    for name in read:
+    for name in [*read, *duplicates]:
         if name not in sizes:
             sizes[name], hashes[name] = os.path.getsize(name), file_sha256(name)
-        rows.append(manifest_row(name, sizes[name], hashes[name], increment, reader_version, decl, declarations_file))
-    done = set(read)
+        rows.append(manifest_row(name, sizes[name], hashes[name], increment, reader_version, decl, declarations_file,
+                                 max_event_bytes, duplicates.get(name)))
+    done = {*read, *duplicates, *replaced}
     write_manifest(staging, [r for r in earlier if r["source_file"] not in done] + rows)
 
 

@@ -28,8 +28,11 @@ Run on Dataflow::
 `transforms.spill_join`.)
 
 `--incremental` reads only the input files the output's manifest has not seen
-(by name, size and sha256) and adds their rows beside the published ones
-(`pipelines.incremental`).
+(by path, size and sha256; a file moved since it was read is not read again)
+and adds their rows beside the published ones (`pipelines.incremental`).
+
+A file named several ways is read once; of input files with the same bytes (local
+output) the first by name is read and the others are `duplicate-file` dead letters.
 
 `--workers N` (default: every core) runs the local runner's steps in N worker
 processes (`pipelines.workers`), or sets Flink's parallelism and Python workers per
@@ -57,7 +60,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
-from footprint_audit.schemas.tables import PARTITION_KEYS
+from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms import input_files as read_mod
 from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
@@ -76,7 +79,7 @@ from . import incremental, output, version
 from . import manifest as manifest_mod
 from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
-from .inputs import check_inputs, display_name, expand_inputs
+from .inputs import check_inputs, display_name, expand_inputs, file_key
 from .background import Background
 from .listing import TOTAL_BYTES, ListInputs, SpreadFiles
 from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
@@ -132,8 +135,8 @@ def _parser() -> FlagParser:
                         "(0..1) of the events read")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
     p.add_argument("--incremental", action="store_true",
-                   help="read only the input files the output has not seen (by name, size and sha256) and add "
-                        "their rows; a changed file's rows are replaced")
+                   help="read only the input files the output has not seen (by path, size and sha256) and add "
+                        "their rows; a changed file's rows are replaced, a moved one is not read again")
     p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
     return p
 
@@ -160,6 +163,7 @@ def build_pipeline(
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
     partition_by: str | None = None,
     workers: int = 1,
+    duplicates: dict[str, str] | None = None,
 ) -> None:
     """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
@@ -177,9 +181,12 @@ def build_pipeline(
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
     `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
     `workers`: the local runner's worker processes, which the spread files are shared among.
+    `duplicates`: input paths left out for holding the same bytes as another input (path -> the name
+    of the one read; found by the launcher), each a `duplicate-file` dead letter.
     """
     # --- listing on the workers ---
-    listing = p | "ListInputs" >> ListInputs(list(inputs), output)
+    skip = frozenset(file_key(path) for path in duplicates or ())
+    listing = p | "ListInputs" >> ListInputs(list(inputs), output, skip)
     files = listing.files
     if spread:  # local runner: in balanced shares of bytes (`SpreadFiles`); Flink, Dataflow: shuffled
         listed = files | "SpreadFiles" >> (SpreadFiles(workers) if spill is not None else beam.Reshuffle())
@@ -221,7 +228,10 @@ def build_pipeline(
         joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
         joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
     )
-    dead = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
+    dead: tuple = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
+    if duplicates:
+        letters = manifest_mod.duplicate_letters({display_name(path): kept for path, kept in duplicates.items()})
+        dead += (p | "DuplicateFiles" >> beam.Create(letters),)
     runs = (joined_docs[join_mod.RUNS], stream_runs)
 
     # A run read from several files is read once: one small claim per run and file finds the copies to leave out.
@@ -390,7 +400,8 @@ def run(argv: list[str] | None = None) -> int:
     try:
         if args.incremental:  # refused before anything is read: an output of another kind, other declarations
             try:
-                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION)
+                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION,
+                                                         args.max_event_bytes)
             except UsageError as exc:
                 _say(str(exc))
                 return 2
@@ -415,7 +426,10 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     if args.incremental:
         listed = _listed(args.input, target.out)
         plan = incremental.plan_increment(args.manifest, listed.names, listed.hashes.get, listed.sizes)
-        if not plan.new and not plan.changed:
+        note = incremental.same_bytes_note(plan)
+        if note and not args.no_progress:
+            _say(note)
+        if not plan.new and not plan.changed and not plan.duplicates:
             if not args.no_progress:
                 _say("no new or changed input file: the output is left as it is")
             return _finish(args, target.out)
@@ -435,9 +449,10 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         spill = None if named_runner else spill_folder(target)
         jobs = 0
 
-        def execute(patterns: list[str], staging: str, again: bool = False) -> None:
-            """Run the job over `patterns`; `again`: a second pass, on one worker in this process
-            when the pool served the first (its workers serve one job each)."""
+        def execute(patterns: list[str], staging: str, again: bool = False,
+                    duplicates: dict[str, str] | None = None) -> None:
+            """Run the job over `patterns`, leaving out the `duplicates`; `again`: a second pass, on one
+            worker in this process when the pool served the first (its workers serve one job each)."""
             nonlocal jobs
             jobs += 1
             alone = again and pool is not None
@@ -447,25 +462,41 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                            not args.no_progress, output=target.out,
                            spill=None if spill is None else os.path.join(spill, f"job-{jobs}"),
                            max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by,
-                           workers=1 if alone else workers)
+                           workers=1 if alone else workers, duplicates=duplicates)
             pipeline.run().wait_until_finish()
 
+        duplicates: dict[str, str] = {}
         if plan is None:
             execute(list(args.input), target.staging)
+            if target.local:  # the files the job read, for the manifest; two of the same bytes are read once
+                listed = hashing.result() if hashing is not None else _listed(args.input, target.out)
+                duplicates = manifest_mod.duplicates_of(listed.names, listed.sizes, listed.hashes)
+            if duplicates:
+                first = min(duplicates)
+                if not args.no_progress:
+                    _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
+                         f"{duplicates[first]}): reading again without them, each a "
+                         f"{manifest_mod.DUPLICATE_FILE} dead letter")
+                for table in TABLES:
+                    shutil.rmtree(os.path.join(target.staging, table), ignore_errors=True)
+                execute(list(args.input), target.staging, again=True,
+                        duplicates={listed.local_paths.get(n, n): kept for n, kept in duplicates.items()})
         else:
             paths = listed.local_paths
+            left_out = {paths.get(n, n): kept for n, kept in plan.duplicates.items()}
 
             def execute_files(names: list[str], staging: str, again: bool = False) -> None:
-                execute([literal_pattern(paths.get(n, n)) for n in names], staging, again)
+                execute([literal_pattern(paths.get(n, n)) for n in names], staging, again, left_out)
 
             incremental.read_increment(plan, listed.names, target.out, target.staging, execute_files,
                                        None if args.no_progress else _say)
+            duplicates = plan.duplicates
         if target.local:
-            if listed is None:  # the files the job read, for the manifest
-                listed = hashing.result() if hashing is not None else _listed(args.input, target.out)
-            manifest_mod.stage_manifest(target.staging, plan.read if plan else listed.names, listed.sizes,
+            read = plan.read if plan else [n for n in listed.names if n not in duplicates]
+            manifest_mod.stage_manifest(target.staging, read, listed.sizes,
                                         listed.hashes, plan.increment if plan else 1, READER_VERSION,
-                                        declarations, args.declarations, plan.manifest if plan else [])
+                                        declarations, args.declarations, args.max_event_bytes,
+                                        plan.manifest if plan else [], duplicates, plan.replaced if plan else set())
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt:  # raised by a runner that caught the signal itself

@@ -4,7 +4,9 @@ Pattern: declarations only.
 Role:    `reassess` writes one row per input file it read into `OUT/manifest/`,
          published with the tables; `reassess --incremental` compares the files
          it is given with it (path, size, content hash) and reads only the new
-         or changed ones; `diff` and `report` show the reader version and the
+         or changed ones (refusing settings that change verdicts when they
+         differ from those recorded: declarations, reader version, max event
+         bytes); `diff` and `report` show the reader version and the
          declarations it records.
 Emits:   nothing.
 """
@@ -32,6 +34,10 @@ MANIFEST = pa.schema(
         pa.field("declarations", pa.string(), nullable=False),
         # The declarations file as it was named on the command line (null: none given).
         pa.field("declarations_file", pa.string()),
+        # The `--max-event-bytes` the file was read with (null: an output written before it was recorded).
+        pa.field("max_event_bytes", pa.int64()),
+        # Not read: the same bytes as this source file, which is (a `duplicate-file` dead letter). Null: read.
+        pa.field("duplicate_of", pa.string()),
     ],
     metadata={b"footprint_audit.schema_version": SCHEMA_VERSION.encode()},
 )

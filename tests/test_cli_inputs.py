@@ -3,7 +3,8 @@
 Each case runs `footprint-audit reassess` as a subprocess in its own temporary
 folder and checks the exit code, that no traceback is printed, the READINGS
 accounting (every runs row adds up, every input is in `runs` or `dead_letters`,
-the readings key is unique) and the dead letter each odd input becomes.
+the readings key is unique) and the dead letter each odd input becomes; one file named several ways is read once,
+and of two files of the same bytes one is read and the other is a dead letter.
 """
 
 from __future__ import annotations
@@ -77,9 +78,12 @@ def test_links_to_folders_are_never_followed_so_loops_and_repeats_read_each_file
     res = reassess_cli("--input", pattern, "--output", str(tmp_path / "out"), "--no-progress", "--quiet", timeout=300)
     ok(res)
     runs = load_table(tmp_path / "out", "runs")
-    assert sorted(r["source_file"] for r in runs) == [f"{inp}/file-link.jsonl", f"{inp}/real/run.jsonl"]
+    # The link and its file are the same bytes: read once, under the first name.
+    assert sorted(r["source_file"] for r in runs) == [f"{inp}/file-link.jsonl"]
     assert "r-outside" not in {r["run_id"] for r in runs}
     dead = dead_by_file(tmp_path / "out")
+    (copy,) = dead.pop(f"{inp}/real/run.jsonl")
+    assert copy["reason"] == "duplicate-file" and f"{inp}/file-link.jsonl" in copy["detail"]
     links = ["loop-a", "loop-b", "up", "out-of-tree", *(f"again-{i}" for i in range(5))]
     assert sorted(dead) == sorted(f"{inp}/{name}" for name in links)
     for name in links:
@@ -184,3 +188,35 @@ def test_a_dangling_link_inside_a_folder_is_a_dead_letter_not_skipped(tmp_path):
     ok(res)
     (letter,) = dead_by_file(tmp_path / "out")[str(inp / "gone.jsonl")]
     assert letter["reason"] == "unreadable"
+
+
+def test_one_file_named_several_ways_is_read_once_under_the_first_name(tmp_path):
+    run_file(tmp_path / "in" / "a.jsonl", "r-a")
+    spellings = ["in/a.jsonl", "./in/a.jsonl", str(tmp_path / "in" / "a.jsonl"), "in/*.jsonl", "in/**", "in/../in"]
+    res = reassess_cli(*(a for s in spellings for a in ("--input", s)), "--output", "out", "--no-progress", "--quiet",
+                       cwd=tmp_path)
+    ok(res)
+    (row,) = load_table(tmp_path / "out", "runs")
+    assert (row["source_file"], row["events"], row["events_used"], row["tool_calls"]) == ("in/a.jsonl", 4, 4, 2)
+    assert [r["source_file"] for r in load_table(tmp_path / "out", "readings")] == ["in/a.jsonl"] * 2
+    assert load_table(tmp_path / "out", "dead_letters") == []
+    assert [r["source_file"] for r in load_table(tmp_path / "out", "manifest")] == ["in/a.jsonl"]
+
+
+def test_two_files_of_the_same_bytes_are_read_once_and_the_second_is_a_dead_letter(tmp_path):
+    run_file(tmp_path / "in" / "a.jsonl", "r-a")
+    run_file(tmp_path / "in" / "b.jsonl", "r-a")  # the same bytes under another name
+    run_file(tmp_path / "in" / "c.jsonl", "r-c")
+    (tmp_path / "in" / "empty-1.jsonl").write_bytes(b"")  # empty files share no bytes to count twice
+    (tmp_path / "in" / "empty-2.jsonl").write_bytes(b"")
+    res = reassess_cli("--input", "in", "--output", "out", "--summary-json", "s.json", "--no-progress", cwd=tmp_path)
+    ok(res)
+    runs = sorted((r["source_file"], r["events_used"]) for r in load_table(tmp_path / "out", "runs"))
+    assert runs == [("in/a.jsonl", 4), ("in/c.jsonl", 4)]
+    dead = dead_by_file(tmp_path / "out")
+    (letter,) = dead["in/b.jsonl"]
+    assert letter["reason"] == "duplicate-file" and letter["detail"].startswith("the same bytes as in/a.jsonl")
+    assert [d["reason"] for d in dead["in/empty-1.jsonl"] + dead["in/empty-2.jsonl"]] == ["not-json", "not-json"]
+    figures = json.loads((tmp_path / "s.json").read_text())
+    assert figures["dead_letters_by_reason"]["duplicate-file"] == 1 and figures["events_in_runs"] == 8
+    assert_accounted(tmp_path / "out", [f"in/{n}.jsonl" for n in ("a", "b", "c", "empty-1", "empty-2")])

@@ -6,8 +6,12 @@
   with the second (a run is never read in part).
 - Running again with nothing new changes no byte; a modified file's rows are
   replaced, never duplicated; a file added later to a full run's output.
-- Refusals (another kind of output, other declarations, a remote output, a run
-  whose earlier file is gone) are one sentence and exit 2.
+- Refusals (another kind of output, other declarations, another
+  --max-event-bytes, a remote output, a run whose earlier file is gone) are one
+  sentence and exit 2.
+- A file is known by its path however spelled and by its bytes: a renamed file
+  is not read again and blocks nothing; relative and absolute names of one file
+  are one file; a copy is a `duplicate-file` dead letter, never counted twice.
 - A job killed between any two renames of its publish leaves the previous
   output whole, or the new one (never mixed), as a full run's publish does.
 """
@@ -357,3 +361,164 @@ def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched,
 
     assert diff.run([str(full), str(batched)]) == 0
     assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ file identity: by path however spelled, and by bytes
+
+
+def stream_pair(folder: Path) -> tuple[Path, Path]:
+    """The examples' JSON Lines stream (one run's calls split over two files) copied into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for name in ("part-1.jsonl", "part-2.jsonl"):
+        shutil.copy(ROOT / "examples/recordings/stream" / name, folder / name)
+        parts.append(folder / name)
+    return parts[0], parts[1]
+
+
+def cli(out: Path, *inputs: str, extra: tuple[str, ...] = ()):
+    args = [a for i in inputs for a in ("--input", i)]
+    return reassess_cli(*args, "--output", str(out), "--declarations", DECLARATIONS, "--incremental", "--quiet", *extra)
+
+
+def test_a_file_renamed_after_it_was_read_is_not_read_again_and_blocks_nothing(tmp_path):
+    inp = tmp_path / "in"
+    part1, part2 = stream_pair(inp)
+    part2.rename(tmp_path / "later.jsonl")
+    out = tmp_path / "out"
+    assert job(out, [str(inp)], "--incremental") == 0
+    part1.rename(inp / "renamed-1.jsonl")  # renamed after it was read: the same bytes
+    before = tree_bytes(out)
+    res = cli(out, str(inp))
+    assert res.returncode == 0, res.stderr
+    assert f"1 moved file(s) not read again ({inp}/renamed-1.jsonl holds the same bytes as {part1})" in res.stderr
+    assert "no new or changed input file: the output is left as it is" in res.stderr
+    assert tree_bytes(out) == before
+    # The second half of its run arrives: the renamed file is read again where it is now (exit 2 before).
+    (tmp_path / "later.jsonl").rename(part2)
+    res = cli(out, str(inp))
+    assert res.returncode == 0, res.stderr
+    whole = tmp_path / "whole"
+    assert job(whole, [str(inp)]) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    runs = load_table(out, "runs")
+    assert sorted({r["source_file"] for r in runs}) == [str(part2), f"{inp}/renamed-1.jsonl"]
+    assert sorted(manifest(out)) == [str(part2), f"{inp}/renamed-1.jsonl"]  # the old name is gone from it
+    # Moved out of the inputs' sight and not given: the advice (give it under any name) can be followed.
+    new = inp / "part-3.jsonl"
+    new.write_bytes(part2.read_bytes().replace(b"k2", b"k9"))  # another call of the shared run
+    (inp / "renamed-1.jsonl").rename(tmp_path / "elsewhere.jsonl")
+    said = one_sentence(cli(out, str(inp), extra=("--no-progress",)), 2)
+    assert "renamed-1.jsonl holds a run that the files read now hold too" in said and "under any name" in said
+    assert cli(out, str(inp), str(tmp_path / "elsewhere.jsonl")).returncode == 0
+
+
+def test_relative_and_absolute_names_of_one_file_are_one_file(tmp_path):
+    inp = tmp_path / "in"
+    make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
+    relative = os.path.relpath(inp, ROOT)  # job() runs from the repository root
+    out = tmp_path / "out"
+    assert job(out, [relative], declarations=None) == 0
+    runs_before = len(load_table(out, "runs"))
+    before = tree_bytes(out)
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0  # every file was new, counted twice
+    assert tree_bytes(out) == before
+    # A changed file named the other way: its rows replaced (under its new name), never added.
+    other = tmp_path / "other"
+    make_input(other, files=3, runs_per_file=2, calls_per_run=7)
+    shutil.copy(other / "part-001.jsonl", inp / "part-001.jsonl")
+    assert job(out, [str(inp)], "--incremental", declarations=None) == 0
+    calls = Counter(r["run_id"] for r in load_table(out, "readings"))
+    assert calls["run-001000-1"] == 7 and calls["run-000000-1"] == 4
+    runs = load_table(out, "runs")
+    assert len(runs) == runs_before == 6
+    assert {r["source_file"] for r in runs if r["run_id"].startswith("run-001")} == {str(inp / "part-001.jsonl")}
+    m = manifest(out)
+    assert sorted(m) == sorted([f"{relative}/part-000.jsonl", str(inp / "part-001.jsonl"), f"{relative}/part-002.jsonl"])
+    assert m[str(inp / "part-001.jsonl")]["increment"] == 2
+
+
+def test_another_max_event_bytes_than_the_output_was_read_with_is_refused(full, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(full, out)
+    before = tree_bytes(out)
+    said = one_sentence(reassess_cli("--input", "examples/recordings/synthetic", "--output", str(out), "--declarations",
+                                     DECLARATIONS, "--incremental", "--max-event-bytes", "1000"), 2)
+    assert (f"was read with --max-event-bytes {64 << 20} and this job gives 1000: give --max-event-bytes {64 << 20}, "
+            "or run without --incremental") in said
+    assert tree_bytes(out) == before
+    assert {r["max_event_bytes"] for r in manifest(out).values()} == {64 << 20}
+    # An output whose manifest does not record it (an older version's) is not refused for it.
+    old = tmp_path / "old"
+    shutil.copytree(full, old)
+    path = old / MANIFEST_TABLE / "part-00000-of-00001.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(path).drop_columns(["max_event_bytes", "duplicate_of"]), path)
+    assert job(old, ["examples/recordings/**"], "--incremental", "--max-event-bytes", "1000") == 0
+
+
+def test_a_declarations_file_edited_in_place_is_refused(tmp_path):
+    decl = tmp_path / "decl.json"
+    shutil.copy(ROOT / DECLARATIONS, decl)
+    inp = tmp_path / "in"
+    stream_pair(inp)
+    out = tmp_path / "out"
+    assert job(out, [str(inp)], declarations=str(decl)) == 0
+    before = tree_bytes(out)
+    decl.write_text(json.dumps({"tools": {"list_hosts": {"rowsAt": "items"}}}))  # same name, other content
+    said = one_sentence(reassess_cli("--input", str(inp), "--output", str(out), "--declarations", str(decl),
+                                     "--incremental"), 2)
+    assert "was read with other declarations than these" in said and tree_bytes(out) == before
+
+
+def test_files_of_the_same_bytes_are_read_once_and_the_copies_are_dead_letters(tmp_path):
+    inp = tmp_path / "in"
+    part1, part2 = stream_pair(inp)
+    copy = inp / "z-copy-of-part-1.jsonl"
+    shutil.copy(part1, copy)
+    # A full run and a first incremental job agree: the copy is a dead letter, its events counted once.
+    full_out, inc_out, alone = tmp_path / "full", tmp_path / "inc", tmp_path / "alone"
+    assert job(full_out, [str(inp)]) == 0
+    assert job(inc_out, [str(inp)], "--incremental") == 0
+    copy.unlink()
+    assert job(alone, [str(inp)]) == 0
+    for out in (full_out, inc_out):
+        runs = load_table(out, "runs")
+        assert rows_as_set(out, "runs") == rows_as_set(alone, "runs")  # no row claims the copy's events
+        assert sum(r["events_used"] for r in runs) == sum(r["events_used"] for r in load_table(alone, "runs"))
+        assert rows_as_set(out, "readings") == rows_as_set(alone, "readings")
+        (letter,) = [d for d in load_table(out, "dead_letters") if d["source_file"] == str(copy)]
+        assert letter["reason"] == "duplicate-file" and letter["run_id"] is None
+        assert letter["detail"].startswith(f"the same bytes as {part1}, which is read")
+        assert manifest(out)[str(copy)]["duplicate_of"] == str(part1)
+        assert manifest(out)[str(part1)]["duplicate_of"] is None
+    # A copy arriving later: a dead letter too, and nothing else moves; again, nothing changes at all.
+    shutil.copy(part1, copy)
+    out = alone
+    runs_before = rows_as_set(out, "runs")
+    res = cli(out, str(inp))
+    assert res.returncode == 0, res.stderr
+    assert f"1 duplicate(s) left out, in dead_letters as duplicate-file ({copy} holds the same bytes as {part1})" in res.stderr
+    assert rows_as_set(out, "runs") == runs_before
+    assert [d["reason"] for d in load_table(out, "dead_letters") if d["source_file"] == str(copy)] == ["duplicate-file"]
+    before = tree_bytes(out)
+    assert job(out, [str(inp)], "--incremental") == 0
+    assert tree_bytes(out) == before
+    # The file read changes: the copy now holds bytes the output no longer has, and is read.
+    part1.write_bytes(part1.read_bytes().replace(b"k1", b"k7"))
+    assert job(out, [str(inp)], "--incremental") == 0
+    whole = tmp_path / "whole"
+    assert job(whole, [str(inp)]) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    assert not [d for d in load_table(out, "dead_letters") if d["reason"] == "duplicate-file"]
+    # The copy changes into the bytes of the other file read: its rows go, it is a duplicate again.
+    shutil.copy(part2, copy)
+    assert job(out, [str(inp)], "--incremental") == 0
+    assert job(whole, [str(inp)]) == 0
+    for table in TABLES:
+        assert rows_as_set(out, table) == rows_as_set(whole, table), table
+    assert [d["detail"][:len(f"the same bytes as {part2}")] for d in load_table(out, "dead_letters")
+            if d["source_file"] == str(copy)] == [f"the same bytes as {part2}"]

@@ -1,8 +1,9 @@
 """Duplicates: a run found in several files is read once, through the real CLI.
 
-A recording copied into a second file, an export taken twice (the second
-holding fewer events), and a recording next to the JSON Lines export of the
-same run: the readings key `(run_id, tool_call_id, occurrence)` stays unique,
+A recording copied into a second file (in other bytes: a copy of the same
+bytes is a `duplicate-file` dead letter, `tests/test_cli_inputs.py`), an export
+taken twice (the second holding fewer events), and a recording next to the JSON
+Lines export of the same run: the readings key `(run_id, tool_call_id, occurrence)` stays unique,
 the readings equal those of the run read alone, and every file keeps its
 `runs` row, the left-out copy's events counted as not needed.
 """
@@ -43,7 +44,8 @@ def test_a_recording_copied_into_a_second_file_is_read_once(tmp_path):
     twice.mkdir()
     shutil.copy(RECORDING_FILE, alone / "a.json")
     shutil.copy(RECORDING_FILE, twice / "a.json")
-    shutil.copy(RECORDING_FILE, twice / "copy-of-a.json")
+    # The same run in other bytes (a copy of the same bytes is a duplicate-file, not read: test_cli_inputs).
+    (twice / "copy-of-a.json").write_text(json.dumps(json.loads(RECORDING_FILE.read_text())))
     run(alone, tmp_path / "out-alone")
     run(twice, tmp_path / "out-twice")
     assert readings_without_where(tmp_path / "out-twice") == readings_without_where(tmp_path / "out-alone")
@@ -79,7 +81,7 @@ def test_a_recording_and_the_json_lines_export_of_the_same_run_give_one_set_of_r
     inp.mkdir()
     shutil.copy(RECORDING_FILE, inp / "run.json")
     (inp / "run.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
-    (inp / "run-again.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    (inp / "run-again.jsonl").write_text("\n".join(json.dumps(e, separators=(",", ":")) for e in events) + "\n")
     run(inp, tmp_path / "out")
     alone = tmp_path / "alone"
     alone.mkdir()
@@ -97,8 +99,8 @@ def test_duplicated_json_lines_events_in_two_files_are_still_merged(tmp_path):
     events = doc["events"] if "events" in doc else doc["recording"]["events"]
     inp = tmp_path / "in"
     inp.mkdir()
-    for name in ("a.jsonl", "b.jsonl"):
-        (inp / name).write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    for name, separators in (("a.jsonl", None), ("b.jsonl", (",", ":"))):  # the same events in other bytes
+        (inp / name).write_text("\n".join(json.dumps(e, separators=separators) for e in events) + "\n")
     run(inp, tmp_path / "out")
     assert_accounted(tmp_path / "out", [str(inp / "a.jsonl"), str(inp / "b.jsonl")])
     assert load_table(tmp_path / "out", "readings")
