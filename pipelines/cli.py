@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     elif command == "report":
         from .report import run
     elif command == "diff":
-        from .diff import run
+        from .diff_command import run
     else:
         print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""`footprint-audit diff OLD_DIR NEW_DIR`: which verdicts moved between two outputs.
+"""Which verdicts moved between two outputs (`footprint-audit diff OLD_DIR NEW_DIR`, `pipelines.diff_command`).
 
 Role:  reads the readings of two output folders (of `reassess` or `stream`),
        matches calls by `(run_id, tool_call_id, occurrence)` at their latest
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +36,9 @@ from footprint_audit.schemas.tables import READINGS, TABLES
 
 from .errors import UsageError
 from .manifest import MANIFEST_TABLE, read_manifest
-from .options_check import FlagParser
 from .ownership import MARKER
 
-__all__ = ["run", "COMPARED", "Side", "Diff", "compare", "load_side", "render_text", "EXIT_CHANGED"]
+__all__ = ["COMPARED", "Side", "Diff", "compare", "load_side", "render_text", "EXIT_CHANGED"]
 
 #: The columns whose change makes a call "changed".
 COMPARED = ("emptiness", "outcome", "served_kind", "door_disagrees", "rows", "resolved")
@@ -327,48 +325,3 @@ def render_text(diff: Diff) -> str:
     note = f" ({unchanged} tools unchanged)" if unchanged else ""
     body.append(f"Per tool, most changes first{note}\n" + text_table(TOOL_HEADERS, tool_rows(diff)))
     return "\n\n".join(body) + "\n"
-
-
-# ------------------------------------------------------------------ command
-
-
-def _parser() -> FlagParser:
-    p = FlagParser(prog="footprint-audit diff",
-                   description="Compare the readings of two output folders: which verdicts moved.")
-    p.add_argument("old", metavar="OLD_DIR", help="the earlier output folder")
-    p.add_argument("new", metavar="NEW_DIR", help="the later output folder")
-    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page to FILE")
-    p.add_argument("--output", metavar="DIR", help=f"also write the changed calls to DIR/{CHANGED_FILE}")
-    return p
-
-
-def run(argv: list[str] | None = None) -> int:
-    """Compare two outputs; the exit code (0 nothing changed, 1 something did, 2 usage mistake)."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
-    try:
-        if args.output is not None and os.path.lexists(args.output) and not os.path.isdir(args.output):
-            raise UsageError(f"--output {args.output} is a file, not a folder")
-        diff = compare(load_side(args.old, "OLD_DIR"), load_side(args.new, "NEW_DIR"))
-        sys.stdout.write(render_text(diff))
-        if args.output is not None:
-            print(f"changed calls written to {write_changed(diff, args.output)}")
-        if args.html is not None:
-            from .diff_html import build_html
-
-            try:
-                Path(args.html).write_text(build_html(diff), encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"--html {args.html} cannot be written ({exc.strerror or exc})") from None
-            print(f"HTML written to {args.html}")
-    except UsageError as exc:
-        print(f"footprint-audit diff: {exc}", file=sys.stderr)
-        return 2
-    return EXIT_CHANGED if diff.something_changed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(run())

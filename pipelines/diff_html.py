@@ -12,12 +12,8 @@ Emits: nothing (returns a string).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .diff import TOOL_HEADERS, Diff, Side, declaration_changes, show, tool_rows, transition_rows
 from .report_html import CSS, ERROR_HOOK, esc, html_table
-
-if TYPE_CHECKING:
-    from .diff import Diff, Side
 
 #: How many changed calls the page lists (all are in `--output`).
 MAX_HTML_CALLS = 5000
@@ -88,7 +84,6 @@ def _pick_table(headers: list[str], rows: list[tuple[str, str, list[str], int]],
 
 def build_html(diff: Diff) -> str:
     """The whole page."""
-    from .diff import TOOL_HEADERS, declaration_changes, tool_rows, transition_rows
 
     trans = transition_rows(diff)
     ident = {(c, f, t): f"t-{i}" for i, (c, f, t, _n) in enumerate(trans)}
@@ -97,8 +92,6 @@ def build_html(diff: Diff) -> str:
         n = diff.count(change)
         if n:
             pick_rows.append((change, label, [label, "", "", str(n)], n))
-
-    from .diff import show
 
     call_rows, attrs = [], []
     for c in diff.changed[:MAX_HTML_CALLS]:

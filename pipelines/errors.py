@@ -9,7 +9,9 @@ Role: `UsageError` is a mistake in how a job was called (exit code 2);
 
 from __future__ import annotations
 
-__all__ = ["UsageError", "OutputError", "failure_sentence"]
+import os
+
+__all__ = ["UsageError", "OutputError", "failure_sentence", "display_name"]
 
 
 class UsageError(Exception):
@@ -24,11 +26,19 @@ class OutputError(Exception):
         self.exit_code = exit_code
 
 
+def display_name(path: str) -> str:
+    """`path` as the tables and sentences show it: itself, or (not UTF-8) its bytes with the invalid
+    ones escaped."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
 def failure_sentence(exc: BaseException) -> str:
     """One sentence for a job that failed while it ran: the first line of the innermost error
     (an OS error's own words and file), or the runner's last `Type: message` line."""
-    from .inputs import display_name  # inputs imports this module
-
     seen: set[int] = set()
     inner: BaseException = exc
     while id(inner) not in seen:

@@ -31,7 +31,7 @@ from typing import Iterator
 
 from apache_beam.io.filesystems import FileSystems
 
-from .errors import UsageError
+from .errors import UsageError, display_name
 
 __all__ = ["expand_inputs", "iter_inputs", "check_inputs", "display_name", "file_key", "is_local"]
 
@@ -46,15 +46,6 @@ def file_key(path: str) -> str:
     (`./a.jsonl`, `a.jsonl` and `/abs/a.jsonl` alike; links are not resolved, so a link and its
     target stay two names, of the same bytes); a remote one as it is."""
     return os.path.normpath(os.path.abspath(path)) if is_local(path) else path
-
-
-def display_name(path: str) -> str:
-    """`path` as the tables show it: itself, or (not UTF-8) its bytes with the invalid ones escaped."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(path).decode("utf-8", "backslashreplace")
-    return path
 
 
 class _Outside:

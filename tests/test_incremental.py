@@ -357,7 +357,7 @@ def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_ful
 
 
 def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched, capsys):
-    from footprint_audit.pipelines import diff
+    from footprint_audit.pipelines import diff_command as diff
 
     assert diff.run([str(full), str(batched)]) == 0
     assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out
