@@ -124,7 +124,7 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.path { max-width: 24em; overflow: hidden; text-overflow: ellipsis; }
 #calls { table-layout: fixed; min-width: 980px; }
 #calls th, #calls tr.call td { white-space: normal; overflow-wrap: anywhere; }
-#calls td.when { overflow-wrap: normal; }
+#calls th, #calls td.when { overflow-wrap: normal; }
 #call-query { display: block; margin-top: 2px; user-select: all; }
 td code, .note code { font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .scroll { max-height: 560px; max-width: 100%; overflow: auto; border: 1px solid var(--line); }
@@ -825,7 +825,7 @@ def _options(values: Iterable[Any], blank: str) -> str:
 
 #: The widths of the calls table's columns: it fits the page (long ids and paths wrap) instead of running
 #: past its right edge.
-CALL_COLUMN_WIDTHS = ("34px", "17%", "12%", "13%", "52px", "8%", "10%", "9%", "7%", "9%", "15%")
+CALL_COLUMN_WIDTHS = ("34px", "16%", "12%", "13%", "52px", "8%", "10%", "9%", "8%", "10%", "14%")
 
 
 def tool_options(s: Summary) -> str:
