@@ -5,11 +5,13 @@ Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
        or in the stream's window subfolders) with DuckDB through the views
        of `schemas/views.sql` — the one place the summaries are defined —
        and prints them as aligned text tables: tools worst first (by the
-       lower 95% bound of their undeclared-empty + unknown share), outcomes,
-       door disagreements, runs, dead letters by reason and by file, and how
-       the headline figures fit together. With `--html FILE` it also writes one self-contained HTML page
-       (`pipelines.report_html`). Only the current reading of a call counts:
-       its latest revision.
+       lower 95% bound of their undeclared-empty share; unknown apart),
+       outcomes, door disagreements, runs, dead letters by reason and by file,
+       and how the headline figures fit together. A long list is cut to its
+       first `MAX_LISTED` rows and names the query that lists them all.
+       With `--html FILE` it also writes one self-contained HTML page
+       (`pipelines.report_html`) that embeds a bounded sample of the calls.
+       Only the current reading of a call counts: its latest revision.
 Emits: text on stdout, the HTML file when asked; one sentence on stderr and
        exit code 2 when DIR is missing, empty, not an output directory or
        unreadable, or when DuckDB (`footprint-audit[report]`) is not installed.
@@ -17,6 +19,7 @@ Emits: text on stdout, the HTML file when asked; one sentence on stderr and
 Run:
     footprint-audit report out/
     footprint-audit report out/ --html audit.html
+    footprint-audit report out/ --sql | duckdb audit.db   # the views, to run the queries the report names
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from footprint_audit.pipelines.report_html import MAX_TOOL_PANELS, RANK_RULE, build_html
+from footprint_audit.pipelines.report_html import (
+    MAX_TOOL_PANELS, RANK_RULE, SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL, build_html,
+)
 from footprint_audit.schemas.tables import TABLES
 
-from .report_summary import Row, Summary
+from .report_summary import ALL_QUERIES, Row, Summary, how_to_query
 
 from .manifest import build_note
 
@@ -62,14 +67,18 @@ OUTCOMES = (
     ("outcome_unknown", "unknown"),
 )
 
-#: How many door disagreements the terminal lists; the view holds them all.
+#: How many rows a long list shows (tools, door disagreements, dead letters by file), in the terminal
+#: and on the page; each says the query of `ALL_QUERIES` that lists them all.
 MAX_LISTED = 50
 
 #: How many door disagreements the HTML page lists (the page says so when it cuts).
-MAX_HTML_DISAGREEMENTS = 500
+MAX_HTML_DISAGREEMENTS = 200
 
-#: How many calls the HTML page lists under its charts (the page says so when it cuts).
-MAX_HTML_CALLS = 2000
+#: How many calls the HTML page embeds at most: the sample of `call_sample_sql` (the page says what it holds).
+MAX_HTML_CALLS = 1800
+
+#: How many tools the page's charts draw (worst first); the page says so when it cuts.
+MAX_HTML_TOOLS = 100
 
 #: How many dead letters the HTML page lists with their detail and raw bytes.
 MAX_HTML_DEAD_LETTERS = 100
@@ -167,6 +176,46 @@ _EMPTINESS_ORDER = "CASE emptiness_label " + " ".join(
 ) + f" ELSE {len(EMPTINESS)} END"
 
 
+def call_sample_sql() -> str:
+    """The calls the page embeds: for each tool drawn, up to `SAMPLE_PER_TOOL` of its calls and up to
+    `SAMPLE_PER_SEGMENT` of each of its bars' segments (an emptiness, an outcome); up to `SAMPLE_PER_BUCKET`
+    of each segment over time (a bucket and an emptiness); then one of each tool's panel segment (a tool,
+    bucket and emptiness) while the budget lasts. `MAX_HTML_CALLS` in all: the tools' bars first, each group
+    served in turn (every group's first call, then every second one, ...). Within a group the calls are
+    taken in the order of a hash of their key: a spread, not the earliest ones, and the same on every run."""
+    bars = f"LEAST(by_tool, by_emptiness, by_outcome) <= {SAMPLE_PER_SEGMENT} OR by_tool <= {SAMPLE_PER_TOOL}"
+    return f"""
+        WITH keyed AS (
+          SELECT *, hash(run_id, tool_call_id, occurrence) AS sample_key
+          FROM call_list WHERE worst_rank <= {MAX_HTML_TOOLS}
+        ), ranked AS (
+          SELECT *,
+            ROW_NUMBER() OVER (PARTITION BY tool ORDER BY sample_key) AS by_tool,
+            ROW_NUMBER() OVER (PARTITION BY tool, emptiness_label ORDER BY sample_key) AS by_emptiness,
+            ROW_NUMBER() OVER (PARTITION BY tool, outcome ORDER BY sample_key) AS by_outcome,
+            ROW_NUMBER() OVER (PARTITION BY bucket, emptiness_label ORDER BY sample_key) AS by_bucket,
+            ROW_NUMBER() OVER (PARTITION BY tool, bucket, emptiness_label ORDER BY sample_key) AS by_panel
+          FROM keyed
+        ), picked AS (
+          SELECT * FROM ranked
+          WHERE {bars} OR (bucket IS NOT NULL AND (by_bucket <= {SAMPLE_PER_BUCKET} OR by_panel = 1))
+          ORDER BY CASE WHEN {bars} THEN 0
+                        WHEN bucket IS NOT NULL AND by_bucket <= {SAMPLE_PER_BUCKET} THEN 1 ELSE 2 END,
+                   CASE WHEN {bars} THEN LEAST(by_tool, by_emptiness, by_outcome)
+                        WHEN bucket IS NOT NULL AND by_bucket <= {SAMPLE_PER_BUCKET} THEN by_bucket
+                        ELSE by_panel END,
+                   sample_key
+          LIMIT {MAX_HTML_CALLS}
+        )
+        SELECT * EXCLUDE (sample_key, by_tool, by_emptiness, by_outcome, by_bucket, by_panel) FROM picked
+        ORDER BY worst_rank, {_EMPTINESS_ORDER}, ended_at NULLS LAST, run_id, tool_call_id, occurrence"""
+
+
+def count(con: Any, view: str) -> int:
+    """The rows of a view."""
+    return int(fetch(con, f"SELECT COUNT(*) AS n FROM {view}")[0]["n"])
+
+
 def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
     """Query every view the report shows (`with_calls`: also what only the HTML page lists)."""
     reasons: dict[str, list[tuple[str, int]]] = {}
@@ -179,18 +228,15 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
         unknown_reasons=reasons,
         disagreements=fetch(
-            con,
-            "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence"
-            f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}",
+            con, ALL_QUERIES["door_disagreements"] + f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}"
         ),
-        disagreement_count=int(fetch(con, "SELECT COUNT(*) AS n FROM door_disagreements")[0]["n"]),
+        disagreement_count=count(con, "door_disagreements"),
         timeline=fetch(con, "SELECT * FROM emptiness_timeline ORDER BY bucket, emptiness_label"),
         runs=fetch(con, "SELECT * FROM run_summary")[0],
         dead_letter_reasons=fetch(con, "SELECT * FROM dead_letter_reasons ORDER BY letters DESC, reason"),
         figures=fetch(con, "SELECT * FROM report_figures")[0],
-        dead_letter_files=fetch(
-            con, "SELECT * FROM dead_letter_files ORDER BY source_file, first_index NULLS FIRST, reason"
-        ),
+        dead_letter_files=fetch(con, ALL_QUERIES["dead_letter_files"] + f" LIMIT {MAX_LISTED}"),
+        dead_letter_file_count=count(con, "dead_letter_files"),
         span=spans[0] if spans else None,
         tool_timeline=fetch(
             con,
@@ -201,21 +247,12 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         if with_calls
         else [],
         timed_tools=[r["tool"] for r in fetch(con, "SELECT DISTINCT tool FROM tool_timeline ORDER BY tool")],
-        dead_letters=fetch(
-            con,
-            "SELECT * FROM dead_letter_list ORDER BY source_file, event_index NULLS FIRST, reason"
-            f" LIMIT {MAX_HTML_DEAD_LETTERS}",
-        )
+        dead_letters=fetch(con, ALL_QUERIES["dead_letter_list"] + f" LIMIT {MAX_HTML_DEAD_LETTERS}")
         if with_calls
         else [],
-        calls=fetch(
-            con,
-            f"SELECT * FROM call_list ORDER BY worst_rank, {_EMPTINESS_ORDER},"
-            f" ended_at NULLS LAST, run_id, tool_call_id, occurrence LIMIT {MAX_HTML_CALLS}",
-        )
-        if with_calls
-        else [],
+        calls=fetch(con, call_sample_sql()) if with_calls else [],
         max_calls=MAX_HTML_CALLS,
+        max_tools=MAX_HTML_TOOLS,
         max_dead_letters=MAX_HTML_DEAD_LETTERS,
         build=build_note(str(out)),
     )
@@ -265,23 +302,31 @@ def bound(value: Any) -> str:
     return "-" if value is None else f"{100.0 * float(value):.1f}%"
 
 
+def more_line(shown: int, total: int, query: str) -> str:
+    """The line under a cut list: how many more, and the query that lists them all ('' when none was cut)."""
+    return f"\n  … and {total - shown:,} more; all of them: {query}" if total > shown else ""
+
+
 def emptiness_section(s: Summary) -> str:
     headers = (["tool", "calls", "read"] + [label for _, label in EMPTINESS]
-               + ["bad 95% low", "door-disagrees", "unknown because"])
+               + ["undeclared-empty 95% low", "door-disagrees", "unknown because"])
     rows = [
         [t["tool"], t["calls"], t["read"]]
         + [share(t[col], t["read"]) for col, _ in EMPTINESS]
-        + [bound(t["offending_low"]), t["door_disagrees"], unknown_because(s.unknown_reasons.get(t["tool"], []))]
-        for t in s.tools
+        + [bound(t["undeclared_empty_low"]), t["door_disagrees"],
+           unknown_because(s.unknown_reasons.get(t["tool"], []))]
+        for t in s.tools[:MAX_LISTED]
     ]
-    title = "Emptiness per tool (shares of the calls read; bad = undeclared-empty or unknown)"
-    return title + "\n" + text_table(headers, rows) + f"\n\n  {RANK_RULE[0].upper() + RANK_RULE[1:]}."
+    title = "Emptiness per tool (shares of the calls read; unknown = rows that could not be counted)"
+    return (title + "\n" + text_table(headers, rows) + more_line(len(rows), len(s.tools), ALL_QUERIES["tool_summary"])
+            + f"\n\n  {RANK_RULE[0].upper() + RANK_RULE[1:]}.")
 
 
 def outcome_section(s: Summary) -> str:
     headers = ["tool", "calls"] + [label for _, label in OUTCOMES]
-    rows = [[t["tool"], t["calls"]] + [share(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools]
-    return "Outcomes per tool (shares of all calls)\n" + text_table(headers, rows)
+    rows = [[t["tool"], t["calls"]] + [share(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools[:MAX_LISTED]]
+    return ("Outcomes per tool (shares of all calls)\n" + text_table(headers, rows)
+            + more_line(len(rows), len(s.tools), ALL_QUERIES["tool_summary"]))
 
 
 def door(row: Row) -> str:
@@ -299,9 +344,8 @@ def disagreement_section(s: Summary) -> str:
         [d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"], d["emptiness_without_door"], door(d)]
         for d in shown
     ]
-    table = text_table(headers, rows)
-    more = s.disagreement_count - len(shown)
-    return title + "\n" + table + (f"\n  … and {more} more: see the door_disagreements view" if more else "")
+    return (title + "\n" + text_table(headers, rows)
+            + more_line(len(rows), s.disagreement_count, ALL_QUERIES["door_disagreements"]))
 
 
 def runs_section(s: Summary) -> str:
@@ -358,9 +402,10 @@ def dead_letter_section(s: Summary) -> str:
     if not s.dead_letter_reasons:
         return title + "\n  none"
     rows = [[d["reason"], d["letters"], d["files"], d["runs"]] for d in s.dead_letter_reasons]
-    by_file = [[d["source_file"], d["reason"], d["letters"]] for d in s.dead_letter_files]
+    by_file = [[d["source_file"], d["reason"], d["letters"]] for d in s.dead_letter_files[:MAX_LISTED]]
     return (title + "\n" + text_table(["reason", "letters", "files", "runs"], rows)
-            + "\n\nDead letters by file\n" + text_table(["source file", "reason", "letters"], by_file))
+            + "\n\nDead letters by file, most first\n" + text_table(["source file", "reason", "letters"], by_file)
+            + more_line(len(by_file), s.dead_letter_file_count, ALL_QUERIES["dead_letter_files"]))
 
 
 def headline(s: Summary) -> str:
@@ -370,7 +415,8 @@ def headline(s: Summary) -> str:
         f"Audit of {clean(s.out_dir)}\n"
         f"  {clean(s.build)}\n"
         f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
-        f" ({t['reading_rows']} reading rows{superseded})"
+        f" ({t['reading_rows']} reading rows{superseded})\n"
+        f"  {clean(how_to_query(s.out_dir))}"
     )
 
 
@@ -395,6 +441,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
+    parser.add_argument("--sql", action="store_true",
+                        help="print the report's views over DIR as SQL (for `| duckdb audit.db`) and nothing else")
     return parser.parse_args(argv)
 
 
@@ -413,6 +461,10 @@ def run(argv: list[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         tables = check_output_dir(args.dir)
+        if args.sql:
+            # UTC, as the report buckets and dates its calls
+            sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql().replace("{out}", _sql_path(args.dir)))
+            return 0
         con = connect(args.dir, tables)
         summary = collect(con, args.dir, with_calls=args.html is not None)
         con.close()

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
-from .report_summary import Row, Summary
+from .report_summary import ALL_QUERIES, Row, Summary, how_to_query
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {
@@ -59,16 +60,25 @@ EMPTINESS_COLUMNS = (
 )
 
 #: What "worst first" means (the rank of views.sql's tool_summary), said where tools are ranked.
-RANK_RULE = ("worst first: by the lower end of the 95% Wilson interval of the share undeclared-empty"
-             " or unknown, so a tool with one bad call ranks below one with many")
+RANK_RULE = ("worst first: by the lower end of the 95% Wilson interval of the share undeclared-empty,"
+             " so a tool with one undeclared-empty call ranks below one with many; unknown (rows the reader"
+             " could not count) is shown apart and only breaks ties")
 
 #: How many tools get a small chart of their rates over time (worst first); the page says so.
 MAX_TOOL_PANELS = 12
 
+#: The sample of calls the page embeds (`report.call_sample_sql`): per tool, per segment of a tool's
+#: bars, per segment over time; the page says what it holds and the query that lists all.
+SAMPLE_PER_TOOL, SAMPLE_PER_SEGMENT, SAMPLE_PER_BUCKET = 50, 15, 2
+
 #: Characters of one field shown when a call's row is expanded.
 DETAIL_CHARS = 1024
 
-_LABEL_W, _BAR_W, _ROW_H, _BAR_H = 230, 560, 28, 18
+_LABEL_W, _ROW_H, _BAR_H = 230, 28, 18
+
+#: The width the tool charts fit in (a section's inside at the page's widest), and a text's width per
+#: character (12px sans-serif, digits included), so that no label runs past its chart's edge.
+_CHART_W, _CHAR_W = 1140, 7.0
 
 CSS = """
 :root { --ink: #1d2327; --muted: #5f6b73; --line: #dde3e7; --bg: #f7f9fa; }
@@ -102,6 +112,8 @@ svg .grid { stroke: var(--line); }
 .seg { cursor: pointer; }
 .seg:hover, .seg:focus { stroke: #111; stroke-width: 1.5; outline: none; }
 .seg.selected { stroke: #000; stroke-width: 2.5; }
+.tool-link { cursor: pointer; }
+.tool-link:hover, .tool-link:focus { text-decoration: underline; outline: none; }
 .panels { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 6px 18px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -109,7 +121,12 @@ th { background: #eef2f4; position: sticky; top: 0; z-index: 1; }
 th, td { white-space: nowrap; }
 td.wrap { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 160px; max-width: 460px; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-td code, dd code { font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+td.path { max-width: 24em; overflow: hidden; text-overflow: ellipsis; }
+#calls { table-layout: fixed; min-width: 980px; }
+#calls th, #calls tr.call td { white-space: normal; overflow-wrap: anywhere; }
+#calls th, #calls td.when { overflow-wrap: normal; }
+#call-query { display: block; margin-top: 2px; user-select: all; }
+td code, .note code { font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .scroll { max-height: 560px; max-width: 100%; overflow: auto; border: 1px solid var(--line); }
 .filters { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: end; margin: 6px 0 8px; }
 .filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
@@ -122,7 +139,7 @@ tr.detail td { background: #fafcfd; white-space: normal; }
 .detail-body { position: sticky; left: 8px; max-width: 1060px; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 4px 0; }
 dl.kv dt { color: var(--muted); }
-dl.kv dd { margin: 0; overflow-wrap: anywhere; }
+dl.kv dd { margin: 0; overflow-wrap: anywhere; white-space: pre-wrap; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
 """
 
 # Records script errors on the page itself, so a headless browser's dumped DOM shows them.
@@ -148,7 +165,37 @@ SCRIPT = """
   ['run', 'tool', 'file', 'from', 'to', 'q'].forEach(function (k) { controls[k] = document.getElementById('f-' + k); });
   var chart = null;
   var CHART_KEYS = ['tool', 'emptiness', 'outcome', 'bucket'];
+  var COLUMNS = {tool: 'tool', emptiness: 'emptiness_label', outcome: 'outcome', run: 'run_id', file: 'source_file'};
+  var queryBox = document.getElementById('call-query');
+  var allCalls = Number(table.getAttribute('data-calls') || rows.length);
   function value(k) { return controls[k] ? controls[k].value.trim() : ''; }
+  function count(n) { return Number(n).toLocaleString('en-US'); }
+  function sqlText(v) { return "'" + v.replace(/'/g, "''") + "'"; }
+  // The query over the views that lists every call the chosen segment and filters select (search aside).
+  function query() {
+    var where = [];
+    function add(k, v) {
+      var clause = k === 'bucket' ? "bucket = TIMESTAMP '" + v + ":00+00'" : COLUMNS[k] + ' = ' + sqlText(v);
+      if (where.indexOf(clause) < 0) { where.push(clause); }
+    }
+    if (chart) { CHART_KEYS.forEach(function (k) { if (chart.hasAttribute('data-' + k)) { add(k, chart.getAttribute('data-' + k)); } }); }
+    ['run', 'tool', 'file'].forEach(function (k) { if (value(k)) { add(k, value(k)); } });
+    if (value('from')) { where.push("CAST(ended_at AS DATE) >= DATE '" + value('from') + "'"); }
+    if (value('to')) { where.push("CAST(ended_at AS DATE) <= DATE '" + value('to') + "'"); }
+    return 'SELECT * FROM call_list' + (where.length ? ' WHERE ' + where.join(' AND ') : '') +
+      ' ORDER BY ended_at, run_id, tool_call_id, occurrence';
+  }
+  // How many calls the selection holds in all, when the page knows it (a segment, a tool, or nothing chosen).
+  function selectionTotal(set) {
+    var toolOnly = set.length === 1 && set[0] === 'tool';
+    if (chart && (!set.length || (toolOnly && value('tool') === chart.getAttribute('data-tool')))) {
+      return [chart.getAttribute('data-label'), Number(chart.getAttribute('data-count'))];
+    }
+    if (!chart && toolOnly && controls.tool.selectedOptions.length) {
+      return ['Tool ' + value('tool'), Number(controls.tool.selectedOptions[0].getAttribute('data-count'))];
+    }
+    return chart || set.length ? null : ['All tools', allCalls];
+  }
   function matches(row, i) {
     if (chart) {
       for (var j = 0; j < CHART_KEYS.length; j++) {
@@ -191,12 +238,24 @@ SCRIPT = """
       if (ok) { shown += 1; }
     });
     segments.forEach(function (s) { s.classList.toggle('selected', s === chart); });
-    var parts = [];
-    if (chart) { parts.push(chart.getAttribute('data-label') + ' (' + chart.getAttribute('data-count') + ' calls)'); }
-    Object.keys(controls).forEach(function (k) { if (value(k)) { parts.push(k + ': ' + value(k)); } });
-    status.textContent = (parts.length ? 'Filtered by ' + parts.join(', ') + ': ' : 'All listed calls: ') +
-      shown + ' of ' + rows.length + ' listed calls shown.';
+    var set = Object.keys(controls).filter(function (k) { return value(k); });
+    var known = selectionTotal(set);
+    var text;
+    if (known && shown === known[1]) {
+      text = known[0] + ': all ' + count(shown) + ' calls shown.';
+    } else if (known) {
+      text = known[0] + ': showing ' + count(shown) + ' of ' + count(known[1]) + ' calls (this page embeds a sample);' +
+        ' all of them:';
+    } else {
+      var parts = chart ? [chart.getAttribute('data-label')] : [];
+      set.forEach(function (k) { parts.push(k + ': ' + value(k)); });
+      text = 'Filtered by ' + parts.join(', ') + ': ' + count(shown) + ' of the ' + count(rows.length) +
+        ' calls this page embeds' + (value('q') ? ' (the search looks at these only)' : '') + '; all that match:';
+    }
+    status.textContent = text;
+    if (queryBox) { queryBox.textContent = known && shown === known[1] ? '' : query(); }
     root.setAttribute('data-shown', String(shown));
+    root.setAttribute('data-total', known ? String(known[1]) : '');
     if (scroll) { document.getElementById('calls-section').scrollIntoView(); }
   }
   segments.forEach(function (seg) {
@@ -206,6 +265,17 @@ SCRIPT = """
   });
   Object.keys(controls).forEach(function (k) {
     if (controls[k]) { controls[k].addEventListener('input', function () { apply(false); remember(); }); }
+  });
+  Array.prototype.slice.call(document.querySelectorAll('.tool-link')).forEach(function (link) {
+    var pick = function () {
+      chart = null;
+      Object.keys(controls).forEach(function (k) { if (controls[k]) { controls[k].value = ''; } });
+      controls.tool.value = link.getAttribute('data-tool');
+      apply(true);
+      remember();
+    };
+    link.addEventListener('click', pick);
+    link.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { pick(); } });
   });
   table.addEventListener('click', function (e) {
     var b = e.target.closest ? e.target.closest('button.expand') : null;
@@ -256,8 +326,8 @@ def esc(value: Any) -> str:
 
 
 def plural(n: Any, word: str) -> str:
-    """'1 call', '2 calls'."""
-    return f"{n} {word}" if int(n) == 1 else f"{n} {word}s"
+    """'1 call', '2 calls', '14,812 calls'."""
+    return f"{int(n):,} {word}" if int(n) == 1 else f"{int(n):,} {word}s"
 
 
 def pct(count: Any, total: Any) -> str:
@@ -279,10 +349,18 @@ def legend(items: Iterable[tuple[str, str]]) -> str:
     return f'<div class="legend">{spans}</div>'
 
 
+def path_cell(value: Any, limit: int = 48) -> str:
+    """A file path cut to its last `limit` characters, the whole of it on hover."""
+    text = "" if value is None else str(value)
+    shown = text if len(text) <= limit else "…" + text[1 - limit:]
+    return f'<td class="path" title="{esc(text)}">{esc(shown)}</td>'
+
+
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
-               attrs: Iterable[str] | None = None, table_id: str | None = None, wrap: Sequence[int] = ()) -> str:
+               attrs: Iterable[str] | None = None, table_id: str | None = None, wrap: Sequence[int] = (),
+               paths: Sequence[int] = ()) -> str:
     """An HTML table in a scrolling box; `attrs` gives each row's extra attributes (already escaped),
-    `wrap` the columns whose long text wraps."""
+    `wrap` the columns whose long text wraps, `paths` the columns of file paths (one line, `path_cell`)."""
     head = "".join(f'<th class="n">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
                    for i, h in enumerate(headers))
     attr_list = list(attrs) if attrs is not None else None
@@ -290,7 +368,7 @@ def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: S
     for j, row in enumerate(rows):
         cells = "".join(
             f'<td class="n">{esc(c)}</td>' if i in numeric else f'<td class="wrap">{esc(c)}</td>' if i in wrap
-            else f"<td>{esc(c)}</td>"
+            else path_cell(c) if i in paths else f"<td>{esc(c)}</td>"
             for i, c in enumerate(row))
         extra = f" {attr_list[j]}" if attr_list else ""
         body.append(f"<tr{extra}>{cells}</tr>")
@@ -432,41 +510,55 @@ def _bar_x(axis: TimeAxis, bucket: datetime) -> tuple[float, float]:
 # ------------------------------------------------------------------ charts
 
 
+def tool_note(tool: Row) -> str:
+    """What the emptiness bar of a tool does not show: its calls, calls read, the undeclared-empty share with
+    its interval, and the unknown share apart."""
+    calls, read = int(tool["calls"]), int(tool["read"] or 0)
+    if not read:
+        return f"{plural(calls, 'call')}, none read"
+    return (f"{plural(calls, 'call')}, {read:,} read · undeclared-empty"
+            f" {share_text(tool['undeclared_empty_share'])} (95%: {share_text(tool['undeclared_empty_low'])}–"
+            f"{share_text(tool['undeclared_empty_high'])}) · unknown {share_text(tool['emptiness_unknown_share'])}")
+
+
+def bar_width(tools: Sequence[Row]) -> float:
+    """The bars' width: what `_CHART_W` leaves beside the tool names and the longest note (both charts alike)."""
+    note = max((len(tool_note(t)) for t in tools), default=0) * _CHAR_W + 16
+    return max(240.0, _CHART_W - _LABEL_W - note)
+
+
 def tool_bars_svg(tools: Sequence[Row], parts: Sequence[tuple[str, str, str]], total_col: str,
                   attr: str, chart_id: str) -> str:
-    """Horizontal 100% stacked bars, one per tool; parts are (column, label, colour)."""
+    """Horizontal 100% stacked bars, one per tool; parts are (column, label, colour). A tool's name lists its
+    calls when clicked."""
     height = _ROW_H * len(tools) + 24
-    note_w = 300
-    out = [f'<svg id="{chart_id}" width="{_LABEL_W + _BAR_W + note_w}"'
-           f' height="{height}" role="img" aria-label="{esc(chart_id)}">']
+    bar_w = bar_width(tools)
+    notes = [tool_note(t) if total_col == "read" else plural(t["calls"], "call") for t in tools]
+    width = _LABEL_W + bar_w + 16 + _CHAR_W * max((len(n) for n in notes), default=0)
+    out = [f'<svg id="{chart_id}" width="{width:.0f}" height="{height}" role="img" aria-label="{esc(chart_id)}">']
     for pos in range(0, 101, 25):
-        x = _LABEL_W + _BAR_W * pos / 100
+        x = _LABEL_W + bar_w * pos / 100
         out.append(f'<line class="grid" x1="{x}" y1="0" x2="{x}" y2="{height - 18}"/>'
                    f'<text x="{x}" y="{height - 4}" text-anchor="middle">{pos}%</text>')
-    for i, tool in enumerate(tools):
+    for i, (tool, note) in enumerate(zip(tools, notes)):
         y = i * _ROW_H + 4
         name = str(tool["tool"])
         short = name if len(name) <= 30 else name[:29] + "…"
-        out.append(f'<text x="{_LABEL_W - 8}" y="{y + 13}" text-anchor="end"><title>{esc(name)}</title>{esc(short)}</text>')
+        out.append(f'<text class="tool-link" tabindex="0" role="button" data-tool="{esc(name)}" x="{_LABEL_W - 8}"'
+                   f' y="{y + 13}" text-anchor="end"><title>{esc(name)}: list its calls</title>{esc(short)}</text>')
         total = int(tool[total_col] or 0)
         x = float(_LABEL_W)
         for j, (column, label, colour) in enumerate(parts):
             count = int(tool[column] or 0)
             if not total or not count:
                 continue
-            w = _BAR_W * count / total
+            w = bar_w * count / total
             out.append(segment(f"{chart_id}-{i}-{j}", x, y, w, _BAR_H, colour,
                                f"{name} · {label}", count, {"tool": name, attr: label},
-                               f"{name} · {label}: {count} of {total} {'read' if total_col == 'read' else 'calls'}"
+                               f"{name} · {label}: {count:,} of {total:,} {'read' if total_col == 'read' else 'calls'}"
                                f" ({pct(count, total)})"))
             x += w
-        if total_col == "read":
-            note = (f"{plural(tool['calls'], 'call')} · {total} read · bad {share_text(tool['offending_share'])}"
-                    f" (95%: {share_text(tool['offending_low'])}–{share_text(tool['offending_high'])})"
-                    if total else f"{plural(tool['calls'], 'call')} · none read")
-        else:
-            note = plural(total, "call")
-        out.append(f'<text x="{_LABEL_W + _BAR_W + 8}" y="{y + 13}">{esc(note)}</text>')
+        out.append(f'<text class="note" x="{_LABEL_W + bar_w + 8:.2f}" y="{y + 13}">{esc(note)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -477,14 +569,14 @@ def timeline_svg(timeline: Sequence[Row], grain: str) -> str:
     for row in timeline:
         buckets.setdefault(_utc(row["bucket"]), {})[row["emptiness_label"]] = int(row["calls"])
     peak = max(sum(b.values()) for b in buckets.values())
-    left, top, plot_h, width = 44, 10, 200, 1000
+    left, top, plot_h, width = 14 + _CHAR_W * len(f"{peak:,}"), 10, 200, 1000  # room for the largest count
     axis = TimeAxis.of(buckets, grain, left, width - left - 20)
     base = top + plot_h
     out = [f'<svg id="timeline" width="{width}" height="{base + 30}" role="img" aria-label="readings over time">']
     for tick in sorted({0, peak // 2, peak}):
         y = top + plot_h * (1 - tick / peak)
         out.append(f'<line class="grid" x1="{left}" y1="{y:.2f}" x2="{width - 20}" y2="{y:.2f}"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.2f}" text-anchor="end">{tick}</text>')
+                   f'<text x="{left - 6}" y="{y + 4:.2f}" text-anchor="end">{tick:,}</text>')
     out += _axis_marks(axis, base, plot_h)
     for i, bucket in enumerate(sorted(buckets)):
         x, w = _bar_x(axis, bucket)
@@ -551,15 +643,17 @@ def _card(value: Any, label: str, definition: str) -> str:
 
 def cards(s: Summary) -> str:
     t, r, f = s.totals, s.runs, s.figures
-    offending = sum(int(x["offending"]) for x in s.tools)
+    undeclared = sum(int(x["undeclared_empty"]) for x in s.tools)
+    unknown = sum(int(x["emptiness_unknown"]) for x in s.tools)
     items = [
         (f["calls"], "calls", f"Tool calls, each counted once (its latest revision): {f['calls_from_tool_end']} whose"
                               f" tool_end was read from a file, {f['calls_without_tool_end']} read from a run's"
                               " history or never ended."),
         (t["read_calls"], "calls read", "Calls that ran and whose result reached the model, so the emptiness"
                                         " reader read them; the others failed, were refused, withheld or never ended."),
-        (offending, "undeclared-empty or unknown", "Calls read whose result was empty with no declaration saying"
-                                                   " so, or whose rows could not be counted."),
+        (undeclared, "undeclared-empty", "Calls read whose result was empty with no declaration saying so:"
+                                         " what the audit looks for."),
+        (unknown, "unknown", "Calls read whose rows the reader could not count (the tools' tables say why)."),
         (s.disagreement_count, "door disagreements", "Calls read whose reading with the declarations (the door)"
                                                      " differs from the reading of the bytes alone."),
         (t["tools"], "tools", "Distinct tool names among the calls."),
@@ -581,16 +675,28 @@ def cards(s: Summary) -> str:
             f'<p class="note">Hover a figure for its definition.{esc(superseded)}</p></section>')
 
 
+def drawn_tools(s: Summary) -> list[Row]:
+    """The tools the charts draw: the first `max_tools`, worst first."""
+    return s.tools[: s.max_tools or len(s.tools)]
+
+
+def tools_cut(s: Summary) -> str:
+    """The sentence saying the charts draw only the worst tools, and the query that lists all ('' when all)."""
+    drawn = len(drawn_tools(s))
+    return (f" The {drawn:,} worst of {len(s.tools):,} tools are drawn; all of them: {ALL_QUERIES['tool_summary']}."
+            if drawn < len(s.tools) else "")
+
+
 def emptiness_section(s: Summary) -> str:
     parts = [(col, label, EMPTINESS_COLOURS[label]) for col, label in EMPTINESS_COLUMNS]
     return (
         '<section id="emptiness"><h2>Emptiness per tool, worst first</h2>'
-        f'<p class="note">Shares of the calls read (latest revision of each call); bad = undeclared-empty or unknown.'
+        '<p class="note">Shares of the calls read (latest revision of each call).'
         f" {esc(RANK_RULE[0].upper() + RANK_RULE[1:])}: the interval is on the right."
-        " Click a segment to list its calls.</p>"
+        f" Click a segment or a tool's name to list its calls.{esc(tools_cut(s))}</p>"
         + legend((label, colour) for _, label, colour in parts)
         + '<div class="scroll" style="max-height:none;border:0">'
-        + tool_bars_svg(s.tools, parts, "read", "emptiness", "emptiness-chart")
+        + tool_bars_svg(drawn_tools(s), parts, "read", "emptiness", "emptiness-chart")
         + "</div></section>"
     )
 
@@ -602,7 +708,7 @@ def outcome_section(s: Summary) -> str:
         " read.</p>"
         + legend((label, colour) for _, label, colour in OUTCOME_COLOURS)
         + '<div class="scroll" style="max-height:none;border:0">'
-        + tool_bars_svg(s.tools, OUTCOME_COLOURS, "calls", "outcome", "outcome-chart")
+        + tool_bars_svg(drawn_tools(s), OUTCOME_COLOURS, "calls", "outcome", "outcome-chart")
         + "</div></section>"
     )
 
@@ -659,10 +765,11 @@ def disagreement_section(s: Summary) -> str:
     else:
         rows = [[d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"],
                  d["emptiness_without_door"], door_text(d), d["source_file"]] for d in s.disagreements]
-        cut_note = (f'<p class="note">The first {len(rows):,} are listed, worst tools first; the door_disagreements'
-                    " view holds them all.</p>" if len(rows) < s.disagreement_count else "")
-        body = cut_note + html_table(["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door",
-                                      "door", "source file"], rows, numeric=[2], wrap=[7])
+        cut_note = (f'<p class="note">The first {len(rows):,} are listed, worst tools first; all of them:'
+                    f" <code>{esc(ALL_QUERIES['door_disagreements'])}</code></p>"
+                    if len(rows) < s.disagreement_count else "")
+        body = cut_note + html_table(["run_id", "tool_call_id", "occ.", "tool", "emptiness", "without door",
+                                      "door", "source file"], rows, numeric=[2], paths=[7])
     return (f'<section id="door"><h2>Calls where the door and the bytes disagree ({s.disagreement_count})</h2>'
             f"{body}</section>")
 
@@ -705,7 +812,7 @@ def call_detail(c: Row) -> str:
               + (" (object with no declared shape)" if c.get("undeclared_shape") else ""))]
     pairs += [(label, c.get(col)) for label, col in DETAIL_FIELDS if c.get(col) not in (None, "", [])]
     where = f"event {c['event_index']} of {c['source_file']}" if c.get("event_index") is not None else c["source_file"]
-    items = "".join(f"<dt>{esc(label)}</dt><dd><code>{esc(cut(value))}</code></dd>" for label, value in pairs)
+    items = "".join(f"<dt>{esc(label)}</dt><dd>{esc(cut(value))}</dd>" for label, value in pairs)
     return (f'<dl class="kv">{items}</dl><p class="note">The readings table does not hold the value the model read,'
             f" only what was read from it (above); the value is in {esc(where)}.</p>")
 
@@ -716,6 +823,19 @@ def _options(values: Iterable[Any], blank: str) -> str:
         f'<option value="{esc(v)}">{esc(v if len(v) <= 70 else "…" + v[-69:])}</option>' for v in keys)
 
 
+#: The widths of the calls table's columns: it fits the page (long ids and paths wrap) instead of running
+#: past its right edge.
+CALL_COLUMN_WIDTHS = ("34px", "16%", "12%", "13%", "52px", "8%", "10%", "9%", "8%", "10%", "14%")
+
+
+def tool_options(s: Summary) -> str:
+    """The tool filter's choices: every tool drawn, with its calls in the page and in all (`data-count`)."""
+    listed = Counter(str(c["tool"]) for c in s.calls)
+    return '<option value="">all tools</option>' + "".join(
+        f'<option value="{esc(t["tool"])}" data-count="{int(t["calls"])}">{esc(t["tool"])}'
+        f' ({listed[str(t["tool"])]:,} of {int(t["calls"]):,})</option>' for t in drawn_tools(s))
+
+
 def calls_section(s: Summary) -> str:
     headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "rows unread",
                "door disagrees", "ended at (UTC)", "source file"]
@@ -724,8 +844,10 @@ def calls_section(s: Summary) -> str:
         ended = c["ended_at"].strftime("%Y-%m-%d %H:%M:%S") if c["ended_at"] else ""
         date = c["ended_at"].strftime("%Y-%m-%d") if c["ended_at"] else ""
         cells = [c["tool"], c["run_id"], c["tool_call_id"], c["occurrence"], c["outcome"], c["emptiness_label"],
-                 c["rows_unread"] or "", "yes" if c["door_disagrees"] else "", ended, c["source_file"]]
-        tds = "".join(f'<td class="n">{esc(v)}</td>' if k == 3 else f"<td>{esc(v)}</td>" for k, v in enumerate(cells))
+                 c["rows_unread"] or "", "yes" if c["door_disagrees"] else "", ended]
+        tds = "".join(f'<td class="n">{esc(v)}</td>' if k == 3 else f'<td class="id">{esc(v)}</td>' if k in (1, 2)
+                      else f'<td class="when">{esc(v)}</td>' if k == 8 else f"<td>{esc(v)}</td>"
+                      for k, v in enumerate(cells)) + path_cell(c["source_file"], 28)
         body.append(
             f'<tr id="call-{i}" class="call" aria-expanded="false" data-tool="{esc(c["tool"])}"'
             f' data-emptiness="{esc(c["emptiness_label"])}" data-outcome="{esc(c["outcome"])}"'
@@ -738,16 +860,21 @@ def calls_section(s: Summary) -> str:
             "</td></tr>"
         )
     head = "".join(f'<th class="n">{esc(h)}</th>' if k == 4 else f"<th>{esc(h)}</th>" for k, h in enumerate(headers))
+    cols = "".join(f'<col style="width:{w}">' for w in CALL_COLUMN_WIDTHS)
     total = int(s.totals["calls"])
-    listed = (f"The first {len(s.calls):,} of {total:,} calls are listed (worst tools first; the page embeds at most"
-              f" {s.max_calls:,}): filters and search work on those, the call_list view holds them all."
+    listed = (f"This page embeds a sample of {len(s.calls):,} of the {total:,} calls (at most {s.max_calls:,}), worst"
+              f" tools first: of each tool drawn, up to {SAMPLE_PER_TOOL} of its calls and up to {SAMPLE_PER_SEGMENT}"
+              f" of each segment of its bars; up to {SAMPLE_PER_BUCKET} of each segment over time; then of the"
+              " tools' panels while room is left (spread by a hash of each call's key, the same on every run)."
+              " The line above the table says, for what you pick, how many of its calls are shown and the query that"
+              f" lists them all. {how_to_query(s.out_dir)}"
               if len(s.calls) < total else f"All {total:,} calls are listed, worst tools first.")
     dates = [c["ended_at"] for c in s.calls if c["ended_at"]]
     lo, hi = (min(dates).strftime("%Y-%m-%d"), max(dates).strftime("%Y-%m-%d")) if dates else ("", "")
     filters = (
         '<div class="filters" id="call-controls">'
         f'<label>run<select id="f-run">{_options((c["run_id"] for c in s.calls), "all runs")}</select></label>'
-        f'<label>tool<select id="f-tool">{_options((c["tool"] for c in s.calls), "all tools")}</select></label>'
+        f'<label>tool<select id="f-tool">{tool_options(s)}</select></label>'
         f'<label>from (UTC date)<input type="date" id="f-from" min="{lo}" max="{hi}"></label>'
         f'<label>to (UTC date)<input type="date" id="f-to" min="{lo}" max="{hi}"></label>'
         f'<label>source file<select id="f-file">{_options((c["source_file"] for c in s.calls), "all files")}'
@@ -759,8 +886,8 @@ def calls_section(s: Summary) -> str:
             f'<p class="note">{esc(listed)} Click ▸ to see what a reading holds of its value and door.'
             " A chart segment, the filters and the search combine; the URL keeps them.</p>"
             + filters
-            + '<div id="call-filter"><span id="call-filter-status"></span></div>'
-            f'<div class="scroll"><table id="calls"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
+            + '<div id="call-filter"><span id="call-filter-status"></span><code id="call-query"></code></div>'
+            f'<div class="scroll"><table id="calls" data-calls="{total}"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
             "</tbody></table></div></section>")
 
 
@@ -774,9 +901,14 @@ def dead_letter_section(s: Summary) -> str:
     files = html_table(["source file", "reason", "letters", "first at"],
                        [[d["source_file"], d["reason"], d["letters"],
                          "whole file" if d["first_index"] is None else d["first_index"]] for d in s.dead_letter_files],
-                       numeric=[2, 3], wrap=[0])
+                       numeric=[2, 3], paths=[0])
+    if len(s.dead_letter_files) < s.dead_letter_file_count:
+        files = (f'<p class="note">The {len(s.dead_letter_files):,} with the most of {s.dead_letter_file_count:,};'
+                 f" all of them: <code>{esc(ALL_QUERIES['dead_letter_files'])}</code></p>" + files)
     shown = len(s.dead_letters)
-    listed = (f"The first {shown} of {total} (by file and position)" if shown < total else f"All {total}")
+    listed = (f"The first {shown:,} of {total:,} (by file and position)" if shown < total else f"All {total:,}")
+    all_rows = (f'<p class="note">All of them: <code>{esc(ALL_QUERIES["dead_letter_list"])}</code></p>'
+                if shown < total else "")
     rows = html_table(["source file", "at", "run_id", "reason", "detail", "raw (cut)"],
                       [[d["source_file"], "whole file" if d["event_index"] is None else d["event_index"],
                         d["run_id"] or "", d["reason"], d["detail"],
@@ -788,8 +920,8 @@ def dead_letter_section(s: Summary) -> str:
             " (the table keeps up to 64 KiB of them).</p>"
             '<div style="display:flex;gap:24px;flex-wrap:wrap"><div style="flex:1 1 300px;min-width:0">'
             f"<h3>By reason</h3>{reasons}</div>"
-            f'<div style="flex:2 1 480px;min-width:0"><h3>By file</h3>{files}</div></div>'
-            f"<h3>{esc(listed)}, with their detail and the first 400 characters of their bytes</h3>"
+            f'<div style="flex:2 1 480px;min-width:0"><h3>By file, most first</h3>{files}</div></div>'
+            f"<h3>{esc(listed)}, with their detail and the first 400 characters of their bytes</h3>{all_rows}"
             f'<div id="dead-letter-rows">{rows}</div></section>')
 
 
@@ -816,7 +948,8 @@ def build_html(s: Summary) -> str:
                     calls_section(s), dead_letter_section(s), runs_section(s)]
     else:
         sections = ['<section><h2>No readings</h2><p class="note">No tool calls under this directory.</p>'
-                    '<div id="call-filter"><span id="call-filter-status"></span><button id="show-all" type="button">'
+                    '<div id="call-filter"><span id="call-filter-status"></span><code id="call-query"></code>'
+                    '<button id="show-all" type="button">'
                     'Show all</button></div><table id="calls"><tbody></tbody></table></section>',
                     dead_letter_section(s), runs_section(s)]
     return page(f"footprint-audit report: {s.out_dir}", "footprint-audit report", str(s.out_dir),

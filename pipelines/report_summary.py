@@ -8,11 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
-__all__ = ["Row", "Summary"]
+__all__ = ["ALL_QUERIES", "Row", "Summary", "how_to_query"]
 
 Row = dict[str, Any]
+
+#: view → the query (over the views of schemas/views.sql) that lists all its rows, in the order the report
+#: lists the first ones; a cut list names it.
+ALL_QUERIES = {
+    "tool_summary": "SELECT * FROM tool_summary ORDER BY worst_rank",
+    "door_disagreements": "SELECT * FROM door_disagreements ORDER BY worst_rank, run_id, tool_call_id, occurrence",
+    "dead_letter_files": "SELECT * FROM dead_letter_files ORDER BY letters DESC, source_file, reason",
+    "dead_letter_list": "SELECT * FROM dead_letter_list ORDER BY source_file, event_index NULLS FIRST, reason",
+}
+
+
+def how_to_query(out_dir: Path) -> str:
+    """Where the queries the report names run: DuckDB on the views over `out_dir`."""
+    return (f"Queries named below run on the views over this output: `footprint-audit report {quote(str(out_dir))} --sql"
+            " | duckdb audit.db`, then `duckdb audit.db \"SELECT ...\"`.")
 
 
 @dataclass
@@ -38,6 +54,10 @@ class Summary:
     #: The caps the page's lists were cut to (it says so when it cuts).
     max_calls: int = 0
     max_dead_letters: int = 0
+    #: How many tools the page's charts draw at most (worst first).
+    max_tools: int = 0
+    #: All rows of `dead_letter_files` (`dead_letter_files` holds the first `MAX_LISTED`).
+    dead_letter_file_count: int = 0
     #: Tools with at least one call with an ended_at (the ones the page can draw over time).
     timed_tools: list[str] = field(default_factory=list)
     #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).

@@ -109,7 +109,8 @@ SELECT
 -- ---------------------------------------------------------------- per tool
 
 -- Counts per tool: outcomes over all calls, emptiness over the calls read.
--- `offending` = undeclared-empty + unknown: what the audit is looking for.
+-- undeclared-empty is what the audit is looking for (an empty result nothing
+-- declared); unknown (rows that could not be counted) is told apart.
 CREATE OR REPLACE VIEW tool_counts AS
 SELECT
   tool,
@@ -126,15 +127,14 @@ SELECT
   SUM(CASE WHEN emptiness = 'non-empty' THEN 1 ELSE 0 END) AS non_empty,
   SUM(CASE WHEN emptiness = 'clarify' THEN 1 ELSE 0 END) AS clarify,
   SUM(CASE WHEN emptiness = 'unknown' THEN 1 ELSE 0 END) AS emptiness_unknown,
-  SUM(CASE WHEN emptiness IN ('undeclared-empty', 'unknown') THEN 1 ELSE 0 END) AS offending,
   SUM(CASE WHEN door_disagrees THEN 1 ELSE 0 END) AS door_disagrees
 FROM calls
 GROUP BY tool;
 
 -- Shares (0..1, `/` is a real division in DuckDB and BigQuery; NULL where
--- nothing was read), and the 95% Wilson interval of the offending share
--- (undeclared-empty + unknown over the calls read): with few calls read the
--- interval is wide and its lower bound low, so one bad call ranks below many.
+-- nothing was read), and the 95% Wilson interval of the undeclared-empty
+-- share of the calls read: with few calls read the interval is wide and its
+-- lower bound low, so one undeclared-empty call ranks below many.
 CREATE OR REPLACE VIEW tool_shares AS
 SELECT
   *,
@@ -149,28 +149,31 @@ SELECT
   CASE WHEN read > 0 THEN non_empty / read END AS non_empty_share,
   CASE WHEN read > 0 THEN clarify / read END AS clarify_share,
   CASE WHEN read > 0 THEN emptiness_unknown / read END AS emptiness_unknown_share,
-  CASE WHEN read > 0 THEN offending / read END AS offending_share,
-  CASE WHEN read > 0 THEN
-    (offending / read + 1.959964 * 1.959964 / (2 * read)
-     - 1.959964 * SQRT((offending / read) * (1 - offending / read) / read + 1.959964 * 1.959964 / (4 * read * read)))
-    / (1 + 1.959964 * 1.959964 / read)
-  END AS offending_low,
-  CASE WHEN read > 0 THEN
-    (offending / read + 1.959964 * 1.959964 / (2 * read)
-     + 1.959964 * SQRT((offending / read) * (1 - offending / read) / read + 1.959964 * 1.959964 / (4 * read * read)))
-    / (1 + 1.959964 * 1.959964 / read)
-  END AS offending_high
+  CASE WHEN read > 0 THEN GREATEST(0.0,  -- 0 itself when none is, not a rounding error below it
+    (undeclared_empty / read + 1.959964 * 1.959964 / (2 * read)
+     - 1.959964 * SQRT((undeclared_empty / read) * (1 - undeclared_empty / read) / read
+                       + 1.959964 * 1.959964 / (4 * read * read)))
+    / (1 + 1.959964 * 1.959964 / read))
+  END AS undeclared_empty_low,
+  CASE WHEN read > 0 THEN LEAST(1.0,
+    (undeclared_empty / read + 1.959964 * 1.959964 / (2 * read)
+     + 1.959964 * SQRT((undeclared_empty / read) * (1 - undeclared_empty / read) / read
+                       + 1.959964 * 1.959964 / (4 * read * read)))
+    / (1 + 1.959964 * 1.959964 / read))
+  END AS undeclared_empty_high
 FROM tool_counts;
 
--- The worst-first rank: the highest lower bound of the offending share first
--- (volume and rate together), then the share itself, the offending calls,
--- the door disagreements, the calls, the name.
+-- The worst-first rank: the highest lower bound of the undeclared-empty share
+-- first (volume and rate together), then the share itself, the
+-- undeclared-empty calls, the unknown ones, the door disagreements, the
+-- calls, the name. Unknown readings do not move a tool up but as a tie-break:
+-- they are rows the reader could not count, not rows found missing.
 CREATE OR REPLACE VIEW tool_summary AS
 SELECT
   *,
   ROW_NUMBER() OVER (
-    ORDER BY COALESCE(offending_low, 0) DESC, COALESCE(offending_share, 0) DESC,
-             offending DESC, door_disagrees DESC, calls DESC, tool
+    ORDER BY COALESCE(undeclared_empty_low, 0) DESC, COALESCE(undeclared_empty_share, 0) DESC,
+             undeclared_empty DESC, emptiness_unknown DESC, door_disagrees DESC, calls DESC, tool
   ) AS worst_rank
 FROM tool_shares;
 
@@ -234,8 +237,7 @@ SELECT
   SUM(CASE WHEN c.emptiness = 'unknown' THEN 1 ELSE 0 END) AS emptiness_unknown,
   SUM(CASE WHEN c.emptiness = 'declared-absent' THEN 1 ELSE 0 END) AS declared_absent,
   SUM(CASE WHEN c.emptiness = 'non-empty' THEN 1 ELSE 0 END) AS non_empty,
-  SUM(CASE WHEN c.emptiness = 'clarify' THEN 1 ELSE 0 END) AS clarify,
-  SUM(CASE WHEN c.emptiness IN ('undeclared-empty', 'unknown') THEN 1 ELSE 0 END) AS offending
+  SUM(CASE WHEN c.emptiness = 'clarify' THEN 1 ELSE 0 END) AS clarify
 FROM call_buckets AS b
 JOIN calls AS c USING (run_id, tool_call_id, occurrence)
 GROUP BY b.bucket, b.grain, c.tool;

@@ -170,13 +170,13 @@ def test_the_one_command_runs_the_phases(tmp_path):
     assert out.stdout.splitlines()[1].startswith("phase ") and "plain path" in out.stdout
 
 
-def test_the_report_benchmark_reads_the_repeated_readings(tmp_path, capsys):
+def test_the_report_benchmark_measures_the_report_on_a_written_output(tmp_path):
     from bench import report as bench_report
+    from bench.audit_output import tool_counts
 
-    big = bench_report.make_output(tmp_path, 2)
-    assert pq_rows(big / "readings") == 2 * len(load_table(tmp_path / "examples-out", "readings"))
-    figures = bench_report.time_report(big, 1)
-    assert set(figures) == {"text queries", "page queries", "page", "page MB"} and figures["page MB"] > 0
+    figures = bench_report.measure(tmp_path, 3000, 1)
+    assert sum(tool_counts(tmp_path / "out-3000").values()) == 3000
+    assert figures["lines"] > 20 and figures["MB"] > 0 and 0 < figures["embedded"] <= 3000
 
 
 def pq_rows(folder: Path) -> int:

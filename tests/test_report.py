@@ -183,26 +183,33 @@ def wilson_low(bad: int, n: int, z: float = 1.959964) -> float:
     if not n:
         return 0.0
     p = bad / n
-    return (p + z * z / (2 * n) - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n)
+    return max(0.0, (p + z * z / (2 * n) - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n))
 
 
-def test_worst_tools_come_first(out_dir: Path, text: str) -> None:
+def worst_first(tools: dict[str, dict[str, Any]]) -> list[str]:
+    """The tools by the lower 95% bound of their undeclared-empty share (unknown only breaks ties)."""
     def worst(item: tuple[str, dict[str, Any]]) -> tuple:
         tool, e = item
         read = sum(e["emptiness"].values())
-        bad = e["emptiness"]["undeclared-empty"] + e["emptiness"]["unknown"]
-        return (-round(wilson_low(bad, read), 9), -(bad / read if read else 0), -bad, -e["door"], -e["calls"], tool)
+        bad, unknown = e["emptiness"]["undeclared-empty"], e["emptiness"]["unknown"]
+        return (-round(wilson_low(bad, read), 9), -(bad / read if read else 0), -bad, -unknown, -e["door"],
+                -e["calls"], tool)
+
+    return [tool for tool, _ in sorted(tools.items(), key=worst)]
+
+
+def test_worst_tools_come_first(out_dir: Path, text: str) -> None:
 
     tools = per_tool(current_readings(out_dir))
-    expected = [tool for tool, _ in sorted(tools.items(), key=worst)]
+    expected = worst_first(tools)
     rows = parse_table(text, "Emptiness per tool")
     assert [r["tool"] for r in rows] == expected
     assert [r["tool"] for r in parse_table(text, "Outcomes per tool")] == expected
     for row in rows:
         e = tools[row["tool"]]
         read = sum(e["emptiness"].values())
-        bad = e["emptiness"]["undeclared-empty"] + e["emptiness"]["unknown"]
-        assert row["bad 95% low"] == (f"{100 * wilson_low(bad, read):.1f}%" if read else "-"), row["tool"]
+        bad = e["emptiness"]["undeclared-empty"]
+        assert row["undeclared-empty 95% low"] == (f"{100 * wilson_low(bad, read):.1f}%" if read else "-"), row["tool"]
 
 
 def test_a_tool_with_one_bad_call_ranks_below_one_with_many(out_dir: Path, text: str) -> None:
@@ -211,7 +218,7 @@ def test_a_tool_with_one_bad_call_ranks_below_one_with_many(out_dir: Path, text:
 
     def bad(tool: str) -> tuple[int, int]:
         e = tools[tool]
-        return e["emptiness"]["undeclared-empty"] + e["emptiness"]["unknown"], sum(e["emptiness"].values())
+        return e["emptiness"]["undeclared-empty"], sum(e["emptiness"].values())
 
     for i, a in enumerate(order):
         for b in order[i + 1:]:
@@ -441,8 +448,8 @@ def test_html_names_the_tools_and_calls(out_dir: Path, html_file: Path) -> None:
         assert esc(tool) in page, tool
     listed = current[: report.MAX_HTML_CALLS] if len(current) <= report.MAX_HTML_CALLS else []
     for row in listed:
-        assert f"<td>{esc(row['tool_call_id'])}</td>" in page
-        assert f"<td>{esc(row['run_id'])}</td>" in page
+        assert f'<td class="id">{esc(row["tool_call_id"])}</td>' in page
+        assert f'<td class="id">{esc(row["run_id"])}</td>' in page
     for row in current:
         if row["door_disagrees"]:
             assert f"<td>{esc(row['tool_call_id'])}</td>" in page
@@ -550,8 +557,8 @@ def test_every_headline_figure_is_defined_and_reconciles(out_dir: Path, page_fac
         assert cards[label]["parts"][0] == str(value), label
     calls = current_readings(out_dir)
     assert cards["calls read"]["parts"][0] == str(sum(r["emptiness"] is not None for r in calls))
-    bad = sum(r["emptiness"] in ("undeclared-empty", "unknown") for r in calls)
-    assert cards["undeclared-empty or unknown"]["parts"][0] == str(bad)
+    assert cards["undeclared-empty"]["parts"][0] == str(sum(r["emptiness"] == "undeclared-empty" for r in calls))
+    assert cards["unknown"]["parts"][0] == str(sum(r["emptiness"] == "unknown" for r in calls))
     assert cards["door disagreements"]["parts"][0] == str(sum(bool(r["door_disagrees"]) for r in calls))
     for card in page_facts.cards:  # a tooltip and a line below, the same definition
         assert card["title"] and len(card["parts"]) == 3 and card["parts"][2] == card["title"]
@@ -671,7 +678,7 @@ def test_the_page_caps_the_calls_it_embeds_and_says_so(fixture_dir: Path, tmp_pa
     facts = PageFacts.of(path)
     total = len(current_readings(fixture_dir))
     assert len(facts.calls) == 7
-    assert f"The first 7 of {total} calls are listed" in path.read_text(encoding="utf-8")
+    assert f"This page embeds a sample of 7 of the {total} calls (at most 7)" in path.read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------ a real browser
