@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import orjson
@@ -604,6 +605,20 @@ def test_a_document_over_the_cap_is_one_too_large_dead_letter_compressed_or_not(
         (letter,) = source.dead_letters
         assert (letter.reason, letter.event_index) == (REASON_TOO_LARGE, None)
         assert "1000 bytes (decompressed)" in letter.detail
+
+
+@pytest.mark.parametrize("cap", [1000, HEAD_BYTES - 1])
+@pytest.mark.parametrize("compress", [gzip.compress, lambda b: zstandard.ZstdCompressor().compress(b)])
+def test_a_compressed_document_file_over_a_cap_below_the_head_is_one_too_large_dead_letter(tmp_path, compress, cap):
+    # Incompressible values: the decompressing stream hands out its head in pieces, so the head is
+    # read (not peeked) and may already pass the cap before the rest is read.
+    events = [event("r1", call=os.urandom(100).hex() + str(i)) for i in range(2000)]
+    path = write(tmp_path, "d.json.gz", compress(orjson.dumps({"events": events})))
+    source = read_source(path, max_event_bytes=cap)
+    assert not source.runs
+    (letter,) = source.dead_letters
+    assert (letter.reason, letter.event_index) == (REASON_TOO_LARGE, None)
+    assert f"{cap} bytes (decompressed)" in letter.detail
 
 
 def test_document_dead_letters_re_serialize_the_element():
