@@ -79,7 +79,7 @@ from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs
 from .background import Background
 from .listing import TOTAL_BYTES, ListInputs, SpreadFiles
-from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
+from .interrupts import held_interrupts, interrupted_exit, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
 from .workers import WorkerPool, default_workers
@@ -91,7 +91,7 @@ __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LE
 BYTES_PER_SHARD = 256 << 20
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
-#: The one line of a job stopped by Ctrl-C.
+#: The one line of a job stopped by Ctrl-C or SIGTERM.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
 
 
@@ -355,7 +355,7 @@ def _say(sentence: str) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
-    dead-letter rate, 130 interrupted)."""
+    dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
     leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
     parser = _parser()
@@ -380,14 +380,14 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     target = OutputTarget(out, args.partition_by)
     try:
-        target.open()
-    except UsageError as exc:
-        _say(str(exc))
-        return 2
-    except OutputError as exc:
-        _say(str(exc))
-        return exc.exit_code
-    try:
+        try:
+            target.open()
+        except UsageError as exc:
+            _say(str(exc))
+            return 2
+        except OutputError as exc:
+            _say(str(exc))
+            return exc.exit_code
         if args.incremental:  # refused before anything is read: an output of another kind, other declarations
             try:
                 args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION)
@@ -397,8 +397,9 @@ def run(argv: list[str] | None = None) -> int:
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
             return _run_job(args, beam_args, declarations, target)
     finally:
-        target.discard()
-        target.close()
+        with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
+            target.discard()
+            target.close()
 
 
 def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, target: OutputTarget) -> int:
@@ -468,9 +469,9 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                                         declarations, args.declarations, plan.manifest if plan else [])
         with held_interrupts():
             target.publish()
-    except KeyboardInterrupt:  # raised by a runner that caught the signal itself
+    except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
-        return INTERRUPTED_EXIT
+        return interrupted_exit(exc)
     except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
         target.discard()
         _say(f"{exc}; nothing was published")
