@@ -201,8 +201,10 @@ def _line(title: str, counts: dict) -> str:
     return f"  {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
-def summary_figures(out: str) -> dict:
+def summary_figures(out: str, shown_as: str | None = None) -> dict:
     """The figures of a finished output directory: runs, events, calls read, readings and dead letters by kind.
+
+    `shown_as`: the folder the `output` figures name (the output, for tables read in its staging folder).
 
     `events` counts every element read: the events of the runs rows and the dead letters
     that belong to no run; `dead_letter_rate` is the dead letters' share of them.
@@ -224,7 +226,7 @@ def summary_figures(out: str) -> dict:
         "dead_letters_by_reason": _ranked(Counter(dead.column("reason").to_pylist())),
         "events": events,
         "dead_letter_rate": dead.num_rows / events if events else 0.0,
-        "output": {table: _join(out, table) + "/" for table in TABLES},
+        "output": {table: _join(shown_as or out, table) + "/" for table in TABLES},
     }
 
 

@@ -370,6 +370,8 @@ def run(argv: list[str] | None = None) -> int:
         # options; the launcher lists inputs and probes the output before any pipeline exists.
         FileSystems.set_options(PipelineOptions(beam_args))
         check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
+        if args.summary_json is not None:
+            _check_writable(args.summary_json)
         if args.incremental:
             if args.partition_by:
                 raise UsageError("--incremental and --partition-by cannot be used together yet: "
@@ -467,6 +469,11 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             manifest_mod.stage_manifest(target.staging, plan.read if plan else listed.names, listed.sizes,
                                         listed.hashes, plan.increment if plan else 1, READER_VERSION,
                                         declarations, args.declarations, plan.manifest if plan else [])
+        # The summary's figures come from the staged tables and its JSON is written before they are
+        # published: a JSON that cannot be written is a failed job, with the previous tables kept.
+        figures = _figures(args, target.staging, target.out)
+        if figures is not None and args.summary_json is not None:
+            _write_json(args.summary_json, figures)
         with held_interrupts():
             target.publish()
     except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
@@ -488,7 +495,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             pool.close()
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
-    return _finish(args, target.out)
+    return _finish(args, target.out, figures)
 
 
 class _Listed(NamedTuple):
@@ -517,25 +524,59 @@ def literal_pattern(path: str) -> str:
     return glob.escape(path) if glob.has_magic(path) else path
 
 
-def _finish(args: argparse.Namespace, out: str) -> int:
-    """The summary, its JSON figures and the dead-letter gate of a published job."""
-    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
-        return 0
+def _check_writable(path: str) -> None:
+    """Refuse (`UsageError`) a `--summary-json` path that cannot be written, before the job runs: it is
+    opened for appending (a file already there is left as it was; one made by this check is removed)."""
+    existed = os.path.lexists(path)
     try:
-        figures = output.summary_figures(out)
-    except Exception as exc:  # the tables were published; only reading them back failed
-        _say(f"the tables were written, but could not be read back for the summary: {failure_sentence(exc)}")
-        return 1
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--summary-json {path} cannot be written ({exc.strerror})") from None
+    if not existed:
+        os.remove(path)
+
+
+def _figures(args: argparse.Namespace, tables: str, out: str) -> dict | None:
+    """The summary's figures of the tables under `tables` (shown under `out`); None when nothing asks for them."""
+    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
+        return None
+    return output.summary_figures(tables, shown_as=out)
+
+
+def _write_json(path: str, figures: dict) -> None:
+    """Write the figures to `path` whole or not at all (a file there is kept when the write fails)."""
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
+            f.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.remove(temp)
+        raise
+
+
+def _finish(args: argparse.Namespace, out: str, figures: dict | None = None) -> int:
+    """The summary and the dead-letter gate of a published job (`figures`: its tables' as they were
+    staged; else read from `out`, and the JSON written, for a job that left the output as it was)."""
+    if figures is None:
+        try:
+            figures = _figures(args, out, out)
+        except Exception as exc:  # the output is as it was; only reading it back failed
+            _say(f"the tables could not be read back for the summary: {failure_sentence(exc)}")
+            return 1
+        if figures is None:
+            return 0
+        if args.summary_json is not None:
+            try:
+                _write_json(args.summary_json, figures)
+            except OSError as exc:
+                _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
+                return 1
     if not args.quiet:
         print(output.summarize(out, figures))
-    if args.summary_json is not None:
-        try:
-            with open(args.summary_json, "w", encoding="utf-8") as f:
-                json.dump(figures, f, indent=2)
-                f.write("\n")
-        except OSError as exc:
-            _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
-            return 1
     rate = args.max_dead_letter_rate
     if rate is not None and figures["dead_letter_rate"] > rate:
         _say(

@@ -326,3 +326,48 @@ def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, b
     finished(out)
     res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
     assert res.returncode == 0, res.stderr
+
+
+def test_a_summary_json_that_cannot_be_written_is_refused_before_the_job_runs(tmp_path, small_input):
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+    previous = tree_bytes(out)
+    (tmp_path / "a-folder").mkdir()
+    for summary in (tmp_path / "no-such-folder" / "summary.json", tmp_path / "a-folder"):
+        res = reassess_cli("--input", str(small_input), "--output", str(out), "--summary-json", str(summary))
+        said = one_sentence(res, 2)
+        assert said.startswith(f"footprint-audit reassess: --summary-json {summary} cannot be written ("), said
+        assert tree_bytes(out) == previous
+    assert sorted(os.listdir(tmp_path / "a-folder")) == []
+
+
+def test_a_summary_json_that_fails_as_it_is_written_fails_the_job_and_publishes_nothing(tmp_path, big_input, small_input, tmpfs):
+    # Exit 1 says the previous tables are kept: the summary's JSON is written before the tables are published.
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+    previous = tree_bytes(out)
+    disk = tmpfs(tmp_path / "disk", "64k")
+    summary = disk / "summary.json"
+    summary.write_text('{"the": "previous summary"}\n')
+    p = _job(big_input, out, "--summary-json", str(summary))
+    try:
+        assert _wait_for(lambda: any((out / STAGING).glob("*/" + ownership.OWNER)), p), "the job never started"
+        with open(disk / "filler", "wb", buffering=0) as f:  # the disk fills up while the job runs
+            try:
+                while f.write(b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+        _, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    said = one_sentence(subprocess.CompletedProcess(p.args, p.returncode, "", err), 1)
+    assert "nothing was published" in said and "No space left on device" in said, said
+    assert tree_bytes(out) == previous
+    finished(out)
+    assert summary.read_text() == '{"the": "previous summary"}\n'
+    assert sorted(os.listdir(disk)) == ["filler", "summary.json"]
