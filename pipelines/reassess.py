@@ -89,6 +89,8 @@ __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LE
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
+#: A table file is sorted in memory up to this many `--spill-partition-bytes` (256 MiB at the default).
+SORT_RUNS_PER_PARTITION = 4
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C or SIGTERM.
@@ -118,7 +120,8 @@ def _parser() -> FlagParser:
     p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
                    help="local runner: the join of event streams goes through spill files on local disk, a "
                         "partition of more than N bytes split again before it is joined in memory (peak memory "
-                        "follows N, not the input); default 64 MiB")
+                        "follows N, not the input); the writer sorts a table file's rows in memory up to 4 × N, "
+                        "and a larger file's in sorted runs of 4 × N merged from local disk; default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
                    help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
@@ -238,12 +241,15 @@ def build_pipeline(
     # bucket (of a fixed number) modulo that count. On Flink and Dataflow they are batched by bucket where they
     # are made (the read stage waits for no count) and merged into the files by the writer; on the local runner
     # the count is ready before the read stage, so they are batched straight into their files (no second group).
+    # A table file whose rows take more than 4 × `max_partition_bytes` of memory (millions of dead letters
+    # from a small compressed file) is sorted in runs of that size on local disk and merged as it is written.
+    sort_run_bytes = SORT_RUNS_PER_PARTITION * max_partition_bytes
     if spill is None:
         write = WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
-                            merged={"dead_letters": shards_by_size})
+                            merged={"dead_letters": shards_by_size}, sort_run_bytes=sort_run_bytes)
     else:
         write = WriteTables(staging, {"readings": readings_shards, "dead_letters": shards_by_size}, copies,
-                            write_spill, partitions, bucketed={"dead_letters"})
+                            write_spill, partitions, bucketed={"dead_letters"}, sort_run_bytes=sort_run_bytes)
     tables | "WriteTables" >> write
 
 
