@@ -1,8 +1,8 @@
 """Memory stays bounded on big inputs: peak memory of the reader and of the whole job, by input size.
 
-    python bench/bench_memory.py [--sizes-mb 32,128,512] [--dead-lines N] [--work DIR] [--keep]
+    python bench/bench_memory.py [--sizes-mb 32,128,512] [--dead-lines N] [--dead-elements N] [--work DIR] [--keep]
 
-Three measurements (four with --dead-lines), each on generated input (written under --work, removed after):
+Three measurements (and the --dead-… ones), each on generated input (written under --work, removed after):
 
 1. `transforms.lines` alone (tracemalloc peak of Python allocations) streaming
    one JSON Lines file of N MB with `iter_lines`, only counting the items: bounded by
@@ -15,6 +15,8 @@ Three measurements (four with --dead-lines), each on generated input (written un
 4. With `--dead-lines N`: the real CLI on one gzip JSON Lines file of N lines `x` (6 million
    compress to about 12 KB), every line a `not-json` dead letter: peak RSS of the process tree
    and of its largest process, against the count of dead letters, not the input's bytes.
+5. With `--dead-elements N`: the same for one gzip events array of one event and N numbers
+   (a document read whole: every number a `not-an-event` dead letter).
 
 Never run by the tests (timings and RSS depend on the machine).
 """
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dead-lines", type=int, default=0, help="also: one gzip JSON Lines file of N non-JSON lines")
     p.add_argument("--dead-lines-spill", type=int, default=None, metavar="N",
                    help="the --dead-lines run with --spill-partition-bytes N")
+    p.add_argument("--dead-elements", type=int, default=0, help="also: one gzip events array of N numbers")
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the generated input")
     args = p.parse_args(argv)
@@ -162,16 +165,24 @@ def main(argv: list[str] | None = None) -> int:
             rss, t, rc = cli_peak(d, work / "out-big-results")
             print(f"| {args.big_result_calls} calls × 1 MB result, as a recording + JSON Lines ({total / MB:,.0f} MB) | "
                   f"{4 * args.big_result_calls} | – | – | {rss:,.0f} MB{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
-        if args.dead_lines:
-            d = work / "dead-lines"
+        event = b'{"type":"agentfootprint.stream.tool_start","payload":{},"meta":{"runId":"r"}}'
+        spill = [] if args.dead_lines_spill is None else ["--spill-partition-bytes", str(args.dead_lines_spill)]
+        for n, name, data, what, extra in (
+            (args.dead_lines, "dead.jsonl.gz", b"x\n" * args.dead_lines, "JSON Lines file of {n:,} non-JSON lines", spill),
+            (args.dead_elements, "dead.json.gz", b"[" + event + b",1" * args.dead_elements + b"]",
+             "events array of 1 event and {n:,} numbers", []),
+        ):
+            if not n:
+                continue
+            d = work / name.split(".")[0]
             d.mkdir(exist_ok=True)
-            (d / "dead.jsonl.gz").write_bytes(gzip.compress(b"x\n" * args.dead_lines, 9))
+            (d / name).write_bytes(gzip.compress(data, 9))
             largest: dict = {}
-            spill = [] if args.dead_lines_spill is None else ["--spill-partition-bytes", str(args.dead_lines_spill)]
-            rss, t, rc = cli_peak(d, work / "out-dead-lines", *spill, largest=largest)
-            print(f"| 1 gzip JSON Lines file of {args.dead_lines:,} non-JSON lines ({(d / 'dead.jsonl.gz').stat().st_size:,} bytes) | "
-                  f"{args.dead_lines:,} dead letters | – | – | {rss:,.0f} MB (largest process {largest['MB']:,.0f} MB)"
+            rss, t, rc = cli_peak(d, work / f"out-{name}", *extra, largest=largest)
+            print(f"| 1 gzip {what.format(n=n)} ({(d / name).stat().st_size:,} bytes) | "
+                  f"{n:,} dead letters | – | – | {rss:,.0f} MB (largest process {largest['MB']:,.0f} MB)"
                   f"{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
+            shutil.rmtree(d, ignore_errors=True)
     finally:
         if not args.keep and not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -415,3 +415,14 @@ def test_a_partitioned_shard_merged_from_runs_gives_each_folder_the_same_rows(tm
     expected = _shard_files(tmp_path, "whole", "readings", batches, [], partitions, 1 << 30)
     assert len(expected) > 1
     assert _shard_files(tmp_path, "runs", "readings", batches, [], partitions, 20_000) == expected
+
+
+def test_a_recording_file_of_many_dead_letters_sends_them_in_lists_of_at_most_a_batch():
+    n = 2 * join_mod.DEAD_LETTER_ROWS + 5
+    source = SourceFile("d.json", "events-array", runs=[RunInput("r1", "d.json", "events-array")])
+    source.runs[0].dead_letters = [DeadLetter("d.json", i, "r1", "not-an-event", "d", b"1") for i in range(n)]
+    source.dead_letters = [DeadLetter("d.json", None, None, "not-json", "d", b"")]
+    out = list(join_mod._JoinDocumentFn().process(source))
+    lists = [o.value for o in out if getattr(o, "tag", None) == join_mod.DEAD_LETTERS]
+    assert [len(rows) for rows in lists] == [join_mod.DEAD_LETTER_ROWS, join_mod.DEAD_LETTER_ROWS, 6]
+    assert [r["event_index"] for rows in lists for r in rows] == [*range(n), None]
