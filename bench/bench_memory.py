@@ -1,8 +1,8 @@
 """Memory stays bounded on big inputs: peak memory of the reader and of the whole job, by input size.
 
-    python bench/bench_memory.py [--sizes-mb 32,128,512] [--work DIR] [--keep]
+    python bench/bench_memory.py [--sizes-mb 32,128,512] [--dead-lines N] [--dead-elements N] [--work DIR] [--keep]
 
-Three measurements, each on generated input (written under --work, removed after):
+Three measurements (and the --dead-… ones), each on generated input (written under --work, removed after):
 
 1. `transforms.lines` alone (tracemalloc peak of Python allocations) streaming
    one JSON Lines file of N MB with `iter_lines`, only counting the items: bounded by
@@ -12,6 +12,11 @@ Three measurements, each on generated input (written under --work, removed after
    What grows with N is the runner's shuffle of the keyed events, not the reading.
 3. The real CLI on a run whose calls each return a 1 MB result (recording and JSON
    Lines): peak RSS against the bytes of the input.
+4. With `--dead-lines N`: the real CLI on one gzip JSON Lines file of N lines `x` (6 million
+   compress to about 12 KB), every line a `not-json` dead letter: peak RSS of the process tree
+   and of its largest process, against the count of dead letters, not the input's bytes.
+5. With `--dead-elements N`: the same for one gzip events array of one event and N numbers
+   (a document read whole: every number a `not-an-event` dead letter).
 
 Never run by the tests (timings and RSS depend on the machine).
 """
@@ -19,6 +24,7 @@ Never run by the tests (timings and RSS depend on the machine).
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 import os
@@ -96,18 +102,19 @@ def reader_peak(path: Path) -> tuple[float, int, float]:
     return peak / MB, n, seconds
 
 
-def cli_peak(inp: Path, out: Path, *extra: str) -> tuple[float, float, int]:
-    """(peak RSS MB of the process tree, seconds, exit code) of one `reassess` run."""
+def cli_peak(inp: Path, out: Path, *extra: str, largest: dict | None = None) -> tuple[float, float, int]:
+    """(peak RSS MB of the process tree, seconds, exit code) of one `reassess` run; `largest`, when
+    given, gets `"MB"`: the peak RSS of its largest process."""
     cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
            "--no-progress", "--quiet", *extra]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
-    peak = 0
+    peak = one = 0
     while proc.poll() is None:
         try:
-            rss = ps.memory_info().rss + sum(c.memory_info().rss for c in ps.children(recursive=True))
-            peak = max(peak, rss)
+            each = [ps.memory_info().rss] + [c.memory_info().rss for c in ps.children(recursive=True)]
+            peak, one = max(peak, sum(each)), max(one, *each)
         except psutil.Error:
             pass
         time.sleep(0.05)
@@ -115,13 +122,19 @@ def cli_peak(inp: Path, out: Path, *extra: str) -> tuple[float, float, int]:
     proc.stderr.close()
     if proc.returncode != 0:
         print(err[-2000:], file=sys.stderr)
+    if largest is not None:
+        largest["MB"] = one / MB
     return peak / MB, time.perf_counter() - t0, proc.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes-mb", default="32,128,512", help="JSON Lines sizes to measure, in MB")
-    p.add_argument("--big-result-calls", type=int, default=40, help="calls with a 1 MB result each")
+    p.add_argument("--big-result-calls", type=int, default=40, help="calls with a 1 MB result each (0: skip)")
+    p.add_argument("--dead-lines", type=int, default=0, help="also: one gzip JSON Lines file of N non-JSON lines")
+    p.add_argument("--dead-lines-spill", type=int, default=None, metavar="N",
+                   help="the --dead-lines run with --spill-partition-bytes N")
+    p.add_argument("--dead-elements", type=int, default=0, help="also: one gzip events array of N numbers")
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the generated input")
     args = p.parse_args(argv)
@@ -145,12 +158,31 @@ def main(argv: list[str] | None = None) -> int:
                   f"{rss:,.0f} MB{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
             shutil.rmtree(d) if not args.keep else None
             shutil.rmtree(work / f"out-{size}", ignore_errors=True)
-        d = work / "big-results"
-        d.mkdir(exist_ok=True)
-        total = write_big_results(d, args.big_result_calls)
-        rss, t, rc = cli_peak(d, work / "out-big-results")
-        print(f"| {args.big_result_calls} calls × 1 MB result, as a recording + JSON Lines ({total / MB:,.0f} MB) | "
-              f"{4 * args.big_result_calls} | – | – | {rss:,.0f} MB{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
+        if args.big_result_calls:
+            d = work / "big-results"
+            d.mkdir(exist_ok=True)
+            total = write_big_results(d, args.big_result_calls)
+            rss, t, rc = cli_peak(d, work / "out-big-results")
+            print(f"| {args.big_result_calls} calls × 1 MB result, as a recording + JSON Lines ({total / MB:,.0f} MB) | "
+                  f"{4 * args.big_result_calls} | – | – | {rss:,.0f} MB{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
+        event = b'{"type":"agentfootprint.stream.tool_start","payload":{},"meta":{"runId":"r"}}'
+        spill = [] if args.dead_lines_spill is None else ["--spill-partition-bytes", str(args.dead_lines_spill)]
+        for n, name, data, what, extra in (
+            (args.dead_lines, "dead.jsonl.gz", b"x\n" * args.dead_lines, "JSON Lines file of {n:,} non-JSON lines", spill),
+            (args.dead_elements, "dead.json.gz", b"[" + event + b",1" * args.dead_elements + b"]",
+             "events array of 1 event and {n:,} numbers", []),
+        ):
+            if not n:
+                continue
+            d = work / name.split(".")[0]
+            d.mkdir(exist_ok=True)
+            (d / name).write_bytes(gzip.compress(data, 9))
+            largest: dict = {}
+            rss, t, rc = cli_peak(d, work / f"out-{name}", *extra, largest=largest)
+            print(f"| 1 gzip {what.format(n=n)} ({(d / name).stat().st_size:,} bytes) | "
+                  f"{n:,} dead letters | – | – | {rss:,.0f} MB (largest process {largest['MB']:,.0f} MB)"
+                  f"{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
+            shutil.rmtree(d, ignore_errors=True)
     finally:
         if not args.keep and not args.work:
             shutil.rmtree(work, ignore_errors=True)

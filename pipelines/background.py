@@ -8,7 +8,7 @@ launcher is not using (it builds the job alone first) and hands the result back 
 pipe, pickled. Where a fork is not safe (threads already running: a test session, a library
 caller) or this machine has one core, `result()` computes `fn()` in the launcher itself, so
 the answer is the same either way. The child dies with the launcher (`PR_SET_PDEATHSIG`),
-ignores Ctrl-C, and is killed by `close()` if its result was never asked for.
+ignores Ctrl-C and SIGTERM, and is killed by `close()` if its result was never asked for.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pickle
 import signal
 from typing import Callable, Generic, TypeVar
 
+from .interrupts import ignore_stop_signals
 from .workers import die_with_parent, can_fork, cores
 
 __all__ = ["Background"]
@@ -55,7 +56,7 @@ class Background(Generic[T]):
             os.close(read_fd)
             code = 1
             try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                ignore_stop_signals()
                 die_with_parent(parent)
                 data = pickle.dumps(self._fn(), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_fd, "wb") as f:

@@ -5,12 +5,16 @@ Role:    the console script. A user's mistake is one sentence on stderr and
          exit code 2, never a traceback; Beam options pass through untouched.
          Log lines (Beam's included) stay off stderr unless `FOOTPRINT_AUDIT_LOG`
          asks for them: `pipelines.quiet`, installed when this package is imported.
+         Ctrl-C or SIGTERM, from the first moment (imports included), is one line
+         and exit code 130 or 143 (`pipelines.interrupts`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from .interrupts import interrupted_exit, raise_on_terminate
 
 USAGE = """usage: footprint-audit COMMAND [options]
 
@@ -31,6 +35,7 @@ commands:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
+    raise_on_terminate()  # SIGTERM stops a command as Ctrl-C does, from its first moment
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
@@ -41,22 +46,22 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"footprint-audit {version()}")
         return 0
-    if command == "reassess":
-        from .reassess import run
-    elif command == "stream":
-        from .stream import run
-    elif command == "report":
-        from .report import run
-    elif command == "diff":
-        from .diff_command import run
-    else:
+    if command not in ("reassess", "stream", "report", "diff"):
         print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
         return 2
-    try:
+    try:  # the command's imports too (Beam's take a second or two): Ctrl-C there is the same one line
+        if command == "reassess":
+            from .reassess import run
+        elif command == "stream":
+            from .stream import run
+        elif command == "report":
+            from .report import run
+        else:
+            from .diff_command import run
         return run(rest)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
         print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
-        return 130
+        return interrupted_exit(exc)
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit

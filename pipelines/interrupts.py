@@ -1,12 +1,18 @@
-"""Ctrl-C during a job: stop at once, say so in one line, leave nothing half-made.
+"""Ctrl-C or SIGTERM during a job: stop at once, say so in one line, leave nothing half-made.
 
-Pattern: context managers around the launcher's phases (main thread only).
-Role:    while the pipeline runs, SIGINT runs the job's clean-up (its staging
-         folder removed, its lock released), prints one line and ends the
-         process with exit code 130, without waiting for Beam's workers to wind
-         down (their tracebacks would follow). While the tables are being
-         published (a few renames), SIGINT is held back, so a publish is never
-         cut in half by it.
+Pattern: context managers and handlers around the launcher's phases (main thread only).
+Role:    SIGTERM (`kill`, a service manager, a CI job's timeout) stops a command as Ctrl-C
+         (SIGINT) does, with exit code 128 + the signal's number (130 for Ctrl-C, 143 for
+         SIGTERM), as a shell reports a process the signal ended. From the command line's
+         start (`raise_on_terminate`), SIGTERM raises `Terminated`, a `KeyboardInterrupt`, so
+         the code that handles Ctrl-C handles both. While the pipeline runs, either signal
+         runs the job's clean-up (its staging folder removed, its lock released), prints one
+         line and ends the process at once, without waiting for Beam's workers to wind down
+         (their tracebacks would follow). While the tables are being published (a few
+         renames), both are ignored, so a publish is never cut in half: the job finishes it.
+         Where a step and the note of it must not be parted (the lock taken and kept, a
+         staging folder made and recorded), both wait until it is done (`deferred_interrupts`).
+         The worker processes ignore both (`ignore_stop_signals`): the launcher stops the job.
 """
 
 from __future__ import annotations
@@ -18,24 +24,64 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-__all__ = ["stop_on_interrupt", "held_interrupts", "INTERRUPTED_EXIT"]
+__all__ = [
+    "stop_on_interrupt",
+    "held_interrupts",
+    "deferred_interrupts",
+    "raise_on_terminate",
+    "ignore_stop_signals",
+    "interrupted_exit",
+    "Terminated",
+    "INTERRUPTED_EXIT",
+    "STOP_SIGNALS",
+]
 
-INTERRUPTED_EXIT = 130
+#: The exit code of a command stopped by Ctrl-C (SIGTERM: `interrupted_exit`).
+INTERRUPTED_EXIT = 128 + signal.SIGINT
+#: The signals that stop a command: Ctrl-C and SIGTERM.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where Python raises `KeyboardInterrupt` for Ctrl-C."""
+
+
+def interrupted_exit(exc: BaseException) -> int:
+    """The exit code of a command stopped by `exc`: 143 for SIGTERM (`Terminated`), else 130."""
+    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
 
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _raise_terminated(_signum: int, _frame: object) -> None:
+    raise Terminated()
+
+
+def raise_on_terminate() -> None:
+    """From now on SIGTERM raises `Terminated` in this process (main thread only), as Ctrl-C raises
+    `KeyboardInterrupt`: the launcher's clean-up (`finally`, `except KeyboardInterrupt`) runs for both."""
+    if _main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore Ctrl-C and SIGTERM (a worker process: the launcher that started it stops the job)."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 @contextmanager
 def stop_on_interrupt(clean_up: Callable[[], None], message: str) -> Iterator[None]:
-    """Within the block, Ctrl-C calls `clean_up`, prints `message` and exits with code 130 at once."""
+    """Within the block, Ctrl-C or SIGTERM calls `clean_up`, prints `message` and exits at once
+    with code 128 + the signal's number."""
     if not _main_thread():
         yield
         return
 
-    def stop(_signum: int, _frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the clean-up short
+    def stop(signum: int, _frame: object) -> None:
+        ignore_stop_signals()  # a second Ctrl-C (or SIGTERM) does not cut the clean-up short
         try:
             clean_up()
         finally:
@@ -43,23 +89,39 @@ def stop_on_interrupt(clean_up: Callable[[], None], message: str) -> Iterator[No
                 sys.stderr.write(message + "\n")
                 sys.stderr.flush()
             finally:
-                os._exit(INTERRUPTED_EXIT)
+                os._exit(128 + signum)
 
-    previous = signal.signal(signal.SIGINT, stop)
+    previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextmanager
 def held_interrupts() -> Iterator[None]:
-    """Within the block, Ctrl-C is ignored (the block is short and must not be cut in half)."""
+    """Within the block, Ctrl-C and SIGTERM are ignored (the block is short and must not be cut in half)."""
     if not _main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM wait (blocked, not lost): they act once it ends. For a few
+    file-system steps that must not be parted from the note of them, so the clean-up finds what to undo."""
+    if not _main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

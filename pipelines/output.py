@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
@@ -190,6 +191,14 @@ def _read(out: str, table: str, columns: list[str]) -> pa.Table:
     return pa.concat_tables(parts)
 
 
+def _counts(column: pa.ChunkedArray, null: str | None = None) -> Counter:
+    """How many rows hold each value of `column` (a null counted under `null`), counted by Arrow:
+    no Python object per row (a table of millions of dead letters is read back in the launcher)."""
+    counts = pc.value_counts(column)
+    values, n = counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+    return Counter({null if v is None else v: c for v, c in zip(values, n)})
+
+
 def _ranked(counts: Counter) -> dict:
     """Counts, the largest first (ties by name), as the summary lists them."""
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))))
@@ -201,8 +210,10 @@ def _line(title: str, counts: dict) -> str:
     return f"  {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
-def summary_figures(out: str) -> dict:
+def summary_figures(out: str, shown_as: str | None = None) -> dict:
     """The figures of a finished output directory: runs, events, calls read, readings and dead letters by kind.
+
+    `shown_as`: the folder the `output` figures name (the output, for tables read in its staging folder).
 
     `events` counts every element read: the events of the runs rows and the dead letters
     that belong to no run; `dead_letter_rate` is the dead letters' share of them.
@@ -217,14 +228,14 @@ def summary_figures(out: str) -> dict:
         "runs": len(set(runs.column("run_id").to_pylist())),
         "events_in_runs": events_in_runs,
         "calls_read": readings.num_rows,
-        "readings_by_emptiness": _ranked(Counter("(not read)" if v is None else v for v in readings.column("emptiness").to_pylist())),
-        "calls_by_outcome": _ranked(Counter(readings.column("outcome").to_pylist())),
-        "door_disagrees": sum(1 for v in readings.column("door_disagrees").to_pylist() if v),
+        "readings_by_emptiness": _ranked(_counts(readings.column("emptiness"), "(not read)")),
+        "calls_by_outcome": _ranked(_counts(readings.column("outcome"))),
+        "door_disagrees": _counts(readings.column("door_disagrees")).get(True, 0),
         "dead_letters": dead.num_rows,
-        "dead_letters_by_reason": _ranked(Counter(dead.column("reason").to_pylist())),
+        "dead_letters_by_reason": _ranked(_counts(dead.column("reason"))),
         "events": events,
         "dead_letter_rate": dead.num_rows / events if events else 0.0,
-        "output": {table: _join(out, table) + "/" for table in TABLES},
+        "output": {table: _join(shown_as or out, table) + "/" for table in TABLES},
     }
 
 

@@ -19,6 +19,7 @@ import tempfile
 from . import output, preflight, remote_output
 from .errors import OutputError
 from .inputs import is_local
+from .interrupts import deferred_interrupts
 from .ownership import OutputLock, check_owned
 
 __all__ = ["OutputTarget", "spill_folder"]
@@ -45,17 +46,19 @@ class OutputTarget:
             self._staged = True
             return
         preflight.prepare_local(self.out, output.STAGING)
-        lock = OutputLock(self.out)
-        lock.acquire()
-        self._lock = lock
+        with deferred_interrupts():  # a lock taken is a lock recorded, for `close` to release
+            lock = OutputLock(self.out)
+            lock.acquire()
+            self._lock = lock
         try:
             check_owned(self.out)
             output.clean_stale_staging(self.out)
             try:
-                self.staging = output.new_staging(self.out)
+                with deferred_interrupts():  # a staging folder made is one recorded, for `discard` to remove
+                    self.staging = output.new_staging(self.out)
+                    self._staged = True
             except OSError as exc:
                 raise OutputError(f"--output {self.out} cannot be written ({exc.strerror})") from None
-            self._staged = True
             preflight.probe_local(self.staging, self.out)
         except BaseException:
             self.discard()

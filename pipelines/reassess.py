@@ -82,7 +82,7 @@ from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs, file_key
 from .background import Background
 from .listing import TOTAL_BYTES, ListInputs, SpreadFiles
-from .interrupts import INTERRUPTED_EXIT, held_interrupts, stop_on_interrupt
+from .interrupts import held_interrupts, interrupted_exit, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
 from .workers import WorkerPool, default_workers
@@ -92,9 +92,11 @@ __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LE
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
+#: A table file is sorted in memory up to this many `--spill-partition-bytes` (256 MiB at the default).
+SORT_RUNS_PER_PARTITION = 4
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
-#: The one line of a job stopped by Ctrl-C.
+#: The one line of a job stopped by Ctrl-C or SIGTERM.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
 
 
@@ -121,7 +123,8 @@ def _parser() -> FlagParser:
     p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
                    help="local runner: the join of event streams goes through spill files on local disk, a "
                         "partition of more than N bytes split again before it is joined in memory (peak memory "
-                        "follows N, not the input); default 64 MiB")
+                        "follows N, not the input); the writer sorts a table file's rows in memory up to 4 × N, "
+                        "and a larger file's in sorted runs of 4 × N merged from local disk; default 64 MiB")
     p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
     p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
                    help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
@@ -248,12 +251,15 @@ def build_pipeline(
     # bucket (of a fixed number) modulo that count. On Flink and Dataflow they are batched by bucket where they
     # are made (the read stage waits for no count) and merged into the files by the writer; on the local runner
     # the count is ready before the read stage, so they are batched straight into their files (no second group).
+    # A table file whose rows take more than 4 × `max_partition_bytes` of memory (millions of dead letters
+    # from a small compressed file) is sorted in runs of that size on local disk and merged as it is written.
+    sort_run_bytes = SORT_RUNS_PER_PARTITION * max_partition_bytes
     if spill is None:
         write = WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
-                            merged={"dead_letters": shards_by_size})
+                            merged={"dead_letters": shards_by_size}, sort_run_bytes=sort_run_bytes)
     else:
         write = WriteTables(staging, {"readings": readings_shards, "dead_letters": shards_by_size}, copies,
-                            write_spill, partitions, bucketed={"dead_letters"})
+                            write_spill, partitions, bucketed={"dead_letters"}, sort_run_bytes=sort_run_bytes)
     tables | "WriteTables" >> write
 
 
@@ -365,7 +371,7 @@ def _say(sentence: str) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
-    dead-letter rate, 130 interrupted)."""
+    dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
     leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
     parser = _parser()
@@ -380,6 +386,8 @@ def run(argv: list[str] | None = None) -> int:
         # options; the launcher lists inputs and probes the output before any pipeline exists.
         FileSystems.set_options(PipelineOptions(beam_args))
         check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
+        if args.summary_json is not None:
+            _check_writable(args.summary_json)
         if args.incremental:
             if args.partition_by:
                 raise UsageError("--incremental and --partition-by cannot be used together yet: "
@@ -390,14 +398,14 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     target = OutputTarget(out, args.partition_by)
     try:
-        target.open()
-    except UsageError as exc:
-        _say(str(exc))
-        return 2
-    except OutputError as exc:
-        _say(str(exc))
-        return exc.exit_code
-    try:
+        try:
+            target.open()
+        except UsageError as exc:
+            _say(str(exc))
+            return 2
+        except OutputError as exc:
+            _say(str(exc))
+            return exc.exit_code
         if args.incremental:  # refused before anything is read: an output of another kind, other declarations
             try:
                 args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION,
@@ -408,8 +416,9 @@ def run(argv: list[str] | None = None) -> int:
         with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
             return _run_job(args, beam_args, declarations, target)
     finally:
-        target.discard()
-        target.close()
+        with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
+            target.discard()
+            target.close()
 
 
 def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, target: OutputTarget) -> int:
@@ -497,11 +506,16 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                                         listed.hashes, plan.increment if plan else 1, READER_VERSION,
                                         declarations, args.declarations, args.max_event_bytes,
                                         plan.manifest if plan else [], duplicates, plan.replaced if plan else set())
+        # The summary's figures come from the staged tables and its JSON is written before they are
+        # published: a JSON that cannot be written is a failed job, with the previous tables kept.
+        figures = _figures(args, target.staging, target.out)
+        if figures is not None and args.summary_json is not None:
+            _write_json(args.summary_json, figures)
         with held_interrupts():
             target.publish()
-    except KeyboardInterrupt:  # raised by a runner that caught the signal itself
+    except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
-        return INTERRUPTED_EXIT
+        return interrupted_exit(exc)
     except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
         target.discard()
         _say(f"{exc}; nothing was published")
@@ -518,7 +532,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             pool.close()
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
-    return _finish(args, target.out)
+    return _finish(args, target.out, figures)
 
 
 class _Listed(NamedTuple):
@@ -547,25 +561,59 @@ def literal_pattern(path: str) -> str:
     return glob.escape(path) if glob.has_magic(path) else path
 
 
-def _finish(args: argparse.Namespace, out: str) -> int:
-    """The summary, its JSON figures and the dead-letter gate of a published job."""
-    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
-        return 0
+def _check_writable(path: str) -> None:
+    """Refuse (`UsageError`) a `--summary-json` path that cannot be written, before the job runs: it is
+    opened for appending (a file already there is left as it was; one made by this check is removed)."""
+    existed = os.path.lexists(path)
     try:
-        figures = output.summary_figures(out)
-    except Exception as exc:  # the tables were published; only reading them back failed
-        _say(f"the tables were written, but could not be read back for the summary: {failure_sentence(exc)}")
-        return 1
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--summary-json {path} cannot be written ({exc.strerror})") from None
+    if not existed:
+        os.remove(path)
+
+
+def _figures(args: argparse.Namespace, tables: str, out: str) -> dict | None:
+    """The summary's figures of the tables under `tables` (shown under `out`); None when nothing asks for them."""
+    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
+        return None
+    return output.summary_figures(tables, shown_as=out)
+
+
+def _write_json(path: str, figures: dict) -> None:
+    """Write the figures to `path` whole or not at all (a file there is kept when the write fails)."""
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
+            f.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.remove(temp)
+        raise
+
+
+def _finish(args: argparse.Namespace, out: str, figures: dict | None = None) -> int:
+    """The summary and the dead-letter gate of a published job (`figures`: its tables' as they were
+    staged; else read from `out`, and the JSON written, for a job that left the output as it was)."""
+    if figures is None:
+        try:
+            figures = _figures(args, out, out)
+        except Exception as exc:  # the output is as it was; only reading it back failed
+            _say(f"the tables could not be read back for the summary: {failure_sentence(exc)}")
+            return 1
+        if figures is None:
+            return 0
+        if args.summary_json is not None:
+            try:
+                _write_json(args.summary_json, figures)
+            except OSError as exc:
+                _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
+                return 1
     if not args.quiet:
         print(output.summarize(out, figures))
-    if args.summary_json is not None:
-        try:
-            with open(args.summary_json, "w", encoding="utf-8") as f:
-                json.dump(figures, f, indent=2)
-                f.write("\n")
-        except OSError as exc:
-            _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
-            return 1
     rate = args.max_dead_letter_rate
     if rate is not None and figures["dead_letter_rate"] > rate:
         _say(

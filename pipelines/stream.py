@@ -52,6 +52,7 @@ from footprint_audit.transforms.memory import leave_huge_pages_off
 from . import flink_state
 from .errors import UsageError, failure_sentence
 from .inputs import expand_inputs
+from .interrupts import interrupted_exit
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .stream_summary import stream_summary
 
@@ -328,10 +329,10 @@ def run(argv: list[str] | None = None) -> int:
     except flink_state.FlinkStartError as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
         print("footprint-audit stream: interrupted; files written so far stay, and the same command resumes "
               "from the latest checkpoint", file=sys.stderr)
-        return 130
+        return interrupted_exit(exc)
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ worker is a new interpreter started at once (`python -m footprint_audit.pipeline
 imports overlap with the building of the job.
 
 Workers die with the launcher (`PR_SET_PDEATHSIG` on Linux) and are waited for, or
-killed, when the pool is closed: no orphans. They ignore Ctrl-C, which the launcher
+killed, when the pool is closed: no orphans. They ignore Ctrl-C and SIGTERM, which the launcher
 handles. A worker's stderr passes the project's own lines (progress); anything else
 printed there (Beam's harness prints each failed bundle's traceback besides logging
 it) only when `$FOOTPRINT_AUDIT_LOG` shows errors (`pipelines.quiet`): by default a
@@ -39,6 +39,8 @@ from concurrent import futures
 from typing import Any
 
 import pyarrow  # noqa: F401 - its threads start at import, before `_IMPORT_THREADS` is taken
+
+from .interrupts import ignore_stop_signals
 
 __all__ = ["WorkerPool", "cores", "default_workers", "can_fork", "die_with_parent", "WORKERS_ENV"]
 
@@ -154,7 +156,7 @@ def _forked_worker(read_fd: int, parent: int) -> None:
     """The body of a forked worker: wait for its assignment, serve it, exit without the parent's atexit."""
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ignore_stop_signals()
         die_with_parent(parent)
         with os.fdopen(read_fd, "rb") as f:
             assignment = f.read()
@@ -312,7 +314,7 @@ def _worker_env() -> dict[str, str]:
 
 def _spawned_main() -> int:
     """A spawned worker: import what the job's steps use while the launcher builds the job, then serve."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_stop_signals()
     die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
     import footprint_audit.pipelines.reassess  # noqa: F401 - the steps' modules, imported before the runner asks

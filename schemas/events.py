@@ -124,6 +124,13 @@ class DeadLetter:
     detail: str
     raw: bytes | str
 
+    def __post_init__(self) -> None:
+        # `raw` as an exact copy: bytes that orjson wrote keep the buffer it wrote them in (4 KiB for
+        # a value of a few bytes, about 10x the bytes for a longer one), so a file of millions of small
+        # bad elements would hold gigabytes in its dead letters' `raw` alone.
+        if type(self.raw) is bytes:
+            self.raw = bytes(memoryview(self.raw))
+
     def row(self) -> dict[str, Any]:
         """The `dead_letters` table row (raw cut to 64 KiB, invalid UTF-8 replaced)."""
         raw = self.raw

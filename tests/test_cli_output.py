@@ -1,4 +1,4 @@
-"""The output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C.
+"""The output folder: ownership, the lock, checks before the run, failures mid-run, Ctrl-C and SIGTERM.
 
 Each case runs `footprint-audit reassess` through the real CLI in its own
 temporary folder and checks the exit code, the one sentence on stderr (no
@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli, tree_bytes
@@ -257,3 +258,116 @@ def test_ctrl_c_stops_the_job_at_once_with_one_line_and_publishes_nothing(tmp_pa
     assert tree_bytes(out) == previous
     finished(out)
     assert load_table(out, "runs")[0]["run_id"] == "r-small"
+
+
+def _beam_loading(p: subprocess.Popen) -> bool:
+    """True once the process has loaded Arrow's library: Beam's imports are under way (Linux's /proc)."""
+    try:
+        return "libarrow" in Path(f"/proc/{p.pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _session_gone(sid: int) -> bool:
+    """True when no process of the session `sid` is left (the launcher and its workers)."""
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
+                return False
+        except (OSError, psutil.Error):
+            continue
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc to see Beam's imports begin")
+@pytest.mark.parametrize("moment", ["imports", "lock"])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_as_the_job_starts_is_one_line_and_leaves_nothing(tmp_path, big_input, moment, signum, code):
+    # While Beam is imported (the first second or two), or as the output is locked and staged,
+    # before the job's own handler is set: the same line and exit code as later, and no lock or
+    # staging left behind.
+    out = tmp_path / "out"
+    p = _job(big_input, out)
+    started = (lambda: _beam_loading(p)) if moment == "imports" else (out / ownership.LOCK).exists
+    try:
+        assert _wait_for(started, p), f"the job ended before the {moment} began"
+        os.kill(p.pid, signum)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == code, err[-3000:]
+    assert err.strip() == "footprint-audit reassess: interrupted; nothing was published"
+    assert not out.exists() or os.listdir(out) == []
+
+
+def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, big_input, small_input):
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+    previous = tree_bytes(out)
+    p = _job(big_input, out, "--workers", "2")
+    try:
+        assert _wait_for(lambda: any((out / STAGING).glob("*/" + ownership.OWNER)), p), "the job never started"
+        os.kill(p.pid, signal.SIGTERM)  # `kill PID`: the launcher alone
+        _, err = p.communicate(timeout=120)
+        deadline = time.monotonic() + 120
+        while not _session_gone(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _session_gone(p.pid), "a worker of the stopped job is still running"
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 143, err[-3000:]
+    assert err.strip() == "footprint-audit reassess: interrupted; nothing was published"
+    assert tree_bytes(out) == previous  # no lock, no staging, the previous tables whole
+    finished(out)
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_summary_json_that_cannot_be_written_is_refused_before_the_job_runs(tmp_path, small_input):
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+    previous = tree_bytes(out)
+    (tmp_path / "a-folder").mkdir()
+    for summary in (tmp_path / "no-such-folder" / "summary.json", tmp_path / "a-folder"):
+        res = reassess_cli("--input", str(small_input), "--output", str(out), "--summary-json", str(summary))
+        said = one_sentence(res, 2)
+        assert said.startswith(f"footprint-audit reassess: --summary-json {summary} cannot be written ("), said
+        assert tree_bytes(out) == previous
+    assert sorted(os.listdir(tmp_path / "a-folder")) == []
+
+
+def test_a_summary_json_that_fails_as_it_is_written_fails_the_job_and_publishes_nothing(tmp_path, big_input, small_input, tmpfs):
+    # Exit 1 says the previous tables are kept: the summary's JSON is written before the tables are published.
+    out = tmp_path / "out"
+    res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
+    assert res.returncode == 0, res.stderr
+    previous = tree_bytes(out)
+    disk = tmpfs(tmp_path / "disk", "64k")
+    summary = disk / "summary.json"
+    summary.write_text('{"the": "previous summary"}\n')
+    p = _job(big_input, out, "--summary-json", str(summary))
+    try:
+        assert _wait_for(lambda: any((out / STAGING).glob("*/" + ownership.OWNER)), p), "the job never started"
+        with open(disk / "filler", "wb", buffering=0) as f:  # the disk fills up while the job runs
+            try:
+                while f.write(b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+        _, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    said = one_sentence(subprocess.CompletedProcess(p.args, p.returncode, "", err), 1)
+    assert "nothing was published" in said and "No space left on device" in said, said
+    assert tree_bytes(out) == previous
+    finished(out)
+    assert summary.read_text() == '{"the": "previous summary"}\n'
+    assert sorted(os.listdir(disk)) == ["filler", "summary.json"]

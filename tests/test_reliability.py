@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, load_table
@@ -461,6 +462,37 @@ def test_a_directory_given_as_the_input_that_holds_nothing_is_one_sentence(tmp_p
     res = run_cli("reassess", "--input", str(tmp_path / "empty-dir"), "--output", str(tmp_path / "o"))
     assert res.returncode == 2
     assert "matches no file" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_many_dead_letters_from_a_small_gzip_are_every_one_a_row_written_from_sorted_runs(tmp_path):
+    # 70,000 lines that are not JSON, in a few hundred bytes of gzip, between events of one run. With
+    # --spill-partition-bytes 4096 the writer sorts its files in runs of 16 KiB on disk and merges them
+    # (row groups of 65,536 rows): the same rows as a job that sorts them whole, the counts exact.
+    n = 70_000
+    lines = [json.dumps(ev("stream.tool_start", "r-many", toolCallId="c1", toolName="t")).encode()]
+    lines += [b"x"] * n
+    lines += [json.dumps(ev("stream.tool_end", "r-many", toolCallId="c1", result={"x": []})).encode()]
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "many.jsonl.gz").write_bytes(gzip.compress(b"\n".join(lines) + b"\n", 9))
+    outs = {}
+    for name, extra in (("whole", []), ("runs", ["--spill-partition-bytes", "4096"])):
+        outs[name] = tmp_path / name
+        res = run_cli("reassess", "--input", str(d), "--output", str(outs[name]), "--no-progress", "--quiet",
+                      "--summary-json", str(tmp_path / f"{name}.json"), *extra)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    row_groups = {name: pq.ParquetFile(out / "dead_letters" / "part-00000-of-00001.parquet").num_row_groups
+                  for name, out in outs.items()}
+    assert row_groups == {"whole": 1, "runs": 2}
+    dead = load_table(outs["runs"], "dead_letters")
+    assert [(r["event_index"], r["reason"]) for r in dead] == [(i, "not-json") for i in range(1, n + 1)]
+    assert dead == load_table(outs["whole"], "dead_letters")
+    for table in ("readings", "runs"):
+        assert load_table(outs["runs"], table) == load_table(outs["whole"], table)
+    figures = json.loads((tmp_path / "runs.json").read_text())
+    assert figures == json.loads((tmp_path / "whole.json").read_text()) | {"output": figures["output"]}
+    assert (figures["dead_letters"], figures["events"], figures["calls_read"]) == (n, n + 2, 1)
+    assert figures["dead_letters_by_reason"] == {"not-json": n}
 
 
 # --------------------------------------------------------------------------

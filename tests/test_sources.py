@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import orjson
@@ -606,6 +607,20 @@ def test_a_document_over_the_cap_is_one_too_large_dead_letter_compressed_or_not(
         assert "1000 bytes (decompressed)" in letter.detail
 
 
+@pytest.mark.parametrize("cap", [1000, HEAD_BYTES - 1])
+@pytest.mark.parametrize("compress", [gzip.compress, lambda b: zstandard.ZstdCompressor().compress(b)])
+def test_a_compressed_document_file_over_a_cap_below_the_head_is_one_too_large_dead_letter(tmp_path, compress, cap):
+    # Incompressible values: the decompressing stream hands out its head in pieces, so the head is
+    # read (not peeked) and may already pass the cap before the rest is read.
+    events = [event("r1", call=os.urandom(100).hex() + str(i)) for i in range(2000)]
+    path = write(tmp_path, "d.json.gz", compress(orjson.dumps({"events": events})))
+    source = read_source(path, max_event_bytes=cap)
+    assert not source.runs
+    (letter,) = source.dead_letters
+    assert (letter.reason, letter.event_index) == (REASON_TOO_LARGE, None)
+    assert f"{cap} bytes (decompressed)" in letter.detail
+
+
 def test_document_dead_letters_re_serialize_the_element():
     doc = [event("r1"), {"type": 5, "payload": {}, "meta": {}}, event(None), "text"]
     lone_surrogate = b',{"type":"x","meta":{"runId":"\\ud800"},"s":"\\ud800"}'
@@ -756,3 +771,21 @@ def test_a_small_file_read_whole_gives_what_the_stream_gives(tmp_path, monkeypat
     for path, a, b in zip(files, whole, streamed):
         assert a == b, path.name
     assert sum(len(s.runs) for s in whole) > 20
+
+
+def test_a_document_of_many_small_bad_elements_holds_little_per_dead_letter():
+    # Each dead letter keeps its element's bytes as an exact copy: the bytes orjson writes keep its
+    # 4 KiB buffer, and a few KB of gzip holding millions of numbers would take gigabytes.
+    import tracemalloc
+
+    n = 20_000
+    doc = b"[" + orjson.dumps(event("r1")) + b",1" * n + b"]"
+    tracemalloc.start()
+    try:
+        source = read_document("d.json", doc)
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    letters = source.runs[0].dead_letters + source.dead_letters
+    assert len(letters) == n and all(dl.raw == b"1" for dl in letters)
+    assert held / n < 1024, f"{held / n:.0f} bytes per dead letter"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import apache_beam as beam
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -363,3 +366,63 @@ def test_a_shard_sorted_column_by_column_equals_the_table_sorted_whole():
     shard = write_mod._sorted_shard("dead_letters", batches, [])
     assert shard.equals(whole.combine_chunks())
     assert shard.schema == whole.schema and all(c.num_chunks == 1 for c in shard.columns)
+
+
+def _shard_files(tmp_path, name, table, batches, copies, partitions, run_bytes):
+    """Write one shard through the writer's DoFn; returns {path under the table: rows}."""
+    fn = write_mod._WriteShardFn(str(tmp_path / name), partitions, str(tmp_path / f"{name}-spill"), run_bytes)
+    paths = fn.process(((table, 3, 8), batches), copies)
+    assert not list((tmp_path / f"{name}-spill").iterdir())  # the sorted runs are removed with the shard
+    root = tmp_path / name / table
+    return {str(Path(p).relative_to(root)): pq.read_table(p).to_pylist() for p in paths}
+
+
+def test_a_shard_larger_than_a_run_is_merged_from_sorted_runs_into_the_same_rows_in_the_same_order(tmp_path):
+    # Millions of dead letters from a small compressed file must not be held at once by one worker:
+    # a shard over `run_bytes` is sorted in runs on disk and merged. Equal keys (the same file, index
+    # and reason; null indexes) keep their arrival order, as the stable in-memory sort keeps it.
+    rows = [
+        {"source_file": f"f{i % 3}.jsonl", "event_index": None if i % 11 == 0 else (i * 7) % 40,
+         "run_id": None if i % 5 == 0 else f"r{i % 2}", "reason": ("not-json", "too-large")[i % 2],
+         "detail": f"arrived {i:04d}", "raw": "x" * (i % 50)}
+        for i in range(3000)
+    ]
+    batches = [write_mod.rows_to_ipc("dead_letters", rows[i:i + 37]) for i in range(0, len(rows), 37)]
+    whole = write_mod._sorted_shard("dead_letters", batches, [])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    pieces = write_mod._sorted_shard("dead_letters", batches, [], str(runs), run_bytes=20_000)
+    assert not isinstance(pieces, pa.Table)
+    merged = pa.concat_tables(list(pieces))
+    assert len(list(runs.iterdir())) > 5
+    assert merged.to_pylist() == whole.to_pylist()
+    copies = [("r1", "f2.jsonl")]
+    expected = _shard_files(tmp_path, "whole", "dead_letters", batches, copies, None, 1 << 30)
+    assert _shard_files(tmp_path, "runs", "dead_letters", batches, copies, None, 20_000) == expected
+    assert sum(map(len, expected.values())) == len(rows) - sum(r["run_id"] == "r1" and r["source_file"] == "f2.jsonl" for r in rows)
+
+
+def test_a_partitioned_shard_merged_from_runs_gives_each_folder_the_same_rows(tmp_path):
+    declarations = load_declarations(str(EXAMPLES / "declarations.json"))
+    calls = []
+    for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
+        opened = open_source(path)
+        if isinstance(opened, SourceFile):
+            calls += [c for run in opened.runs for c in join_run(run).calls]
+    rows = [reading_row(c, declarations.rows_at_for) for c in calls] * 4  # each key four times
+    batches = [write_mod.rows_to_ipc("readings", rows[i:i + 19]) for i in range(0, len(rows), 19)]
+    partitions = {"readings": "ended_date"}
+    expected = _shard_files(tmp_path, "whole", "readings", batches, [], partitions, 1 << 30)
+    assert len(expected) > 1
+    assert _shard_files(tmp_path, "runs", "readings", batches, [], partitions, 20_000) == expected
+
+
+def test_a_recording_file_of_many_dead_letters_sends_them_in_lists_of_at_most_a_batch():
+    n = 2 * join_mod.DEAD_LETTER_ROWS + 5
+    source = SourceFile("d.json", "events-array", runs=[RunInput("r1", "d.json", "events-array")])
+    source.runs[0].dead_letters = [DeadLetter("d.json", i, "r1", "not-an-event", "d", b"1") for i in range(n)]
+    source.dead_letters = [DeadLetter("d.json", None, None, "not-json", "d", b"")]
+    out = list(join_mod._JoinDocumentFn().process(source))
+    lists = [o.value for o in out if getattr(o, "tag", None) == join_mod.DEAD_LETTERS]
+    assert [len(rows) for rows in lists] == [join_mod.DEAD_LETTER_ROWS, join_mod.DEAD_LETTER_ROWS, 6]
+    assert [r["event_index"] for rows in lists for r in rows] == [*range(n), None]

@@ -18,6 +18,7 @@ Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -26,7 +27,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 
 from .accounting import RunCounts, add_counts, count_event, count_joined, counts_for, document_run_row, run_row
 from .calls import (
@@ -60,32 +61,42 @@ FACTS = "facts"
 KEYED = "keyed"
 
 
+#: At most this many dead-letter rows in one list a recording file sends on (the writer's batch).
+DEAD_LETTER_ROWS = 4096
+
+
 class _JoinDocumentFn(beam.DoFn):
     """One recording file's runs → each run's calls (a `CallGroup`), then the file's `runs` rows (one list)
-    and its dead letters (one list: the runs', the join's, the file's)."""
+    and its dead letters (the runs', the join's, the file's: one list, or one per `DEAD_LETTER_ROWS`, so
+    that a document of millions of bad elements is never one element of millions of rows)."""
 
     def __init__(self) -> None:
         self.calls = Metrics.counter("join", "calls")
         self.runs = Metrics.counter("join", "runs")
 
     def process(self, source: SourceFile) -> Iterable[Any]:
-        dead: list[dict] = []
+        dead: list[list[DeadLetter]] = []
         runs: list[dict] = []
         for run in source.runs:
             joined = join_run(run)
             self.calls.inc(len(joined.calls))
-            dead.extend(dl.row() for dl in run.dead_letters)
-            dead.extend(dl.row() for dl in joined.dead_letters)
+            dead += (run.dead_letters, joined.dead_letters)
             ended = sum(1 for c in joined.calls if c.end is not None)
             runs.append(document_run_row(run, joined, ended))
             if joined.calls:
                 yield CallGroup(joined.calls)
-        dead.extend(dl.row() for dl in source.dead_letters)
+        dead.append(source.dead_letters)
         self.runs.inc(len(runs))
-        # The file's rows as one list per table: the writer takes lists, and Beam's
-        # per-element work is then paid once per file, not once per row.
-        if dead:
-            yield pvalue.TaggedOutput(DEAD_LETTERS, dead)
+        # The file's rows as one list per table (dead letters: per `DEAD_LETTER_ROWS`): the writer
+        # takes lists, and Beam's per-element work is then paid once per file, not once per row.
+        rows: list[dict] = []
+        for letter in itertools.chain.from_iterable(dead):
+            rows.append(letter.row())
+            if len(rows) == DEAD_LETTER_ROWS:
+                yield pvalue.TaggedOutput(DEAD_LETTERS, rows)
+                rows = []
+        if rows:
+            yield pvalue.TaggedOutput(DEAD_LETTERS, rows)
         if runs:
             yield pvalue.TaggedOutput(RUNS, runs)
 

@@ -110,7 +110,8 @@ def open_source(
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
         # At most one byte past the cap is read: a document that inflates to gigabytes is never held.
-        data = head + stream.read(max_event_bytes + 1 - len(head)) if taken else stream.read(max_event_bytes + 1)
+        # A head taken from the stream may already pass a cap below `HEAD_BYTES`: then nothing more is read.
+        data = head + stream.read(max(0, max_event_bytes + 1 - len(head))) if taken else stream.read(max_event_bytes + 1)
     except _READ_ERRORS as exc:
         stream.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")

@@ -28,6 +28,10 @@ with no pair (the usual case) the tables are written as they come.
 number the job works out as it runs, without making the steps that make its rows wait for
 it: rows are batched by `BUCKETS` fixed buckets, merged into the files after the shuffle.
 
+A shard whose rows take more than `sort_run_bytes` of Arrow memory (millions of dead letters
+from a few KB of gzip) is sorted in runs of that size, spilled to local disk, and merged as its
+file is written: the same rows in the same order, and no worker holds the shard whole.
+
 `WriteTables(..., partitions={"readings": "ended_date"})` writes a table in
 Hive layout (`readings/ended_date=2026-11-30/part-SSSSS-of-NNNNN.parquet`):
 each shard's sorted rows are cut by the value, so the files stay deterministic.
@@ -35,9 +39,11 @@ each shard's sorted rows are cut by the value, so the files stay deterministic.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import struct
+import tempfile
 import uuid
 import zlib
 from operator import itemgetter
@@ -304,28 +310,75 @@ def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
     return out
 
 
+#: Arrow bytes of a shard's rows sorted in memory at once. A larger shard (millions of dead letters from a
+#: small compressed file) is sorted in runs of about this size, each spilled to local disk, and the runs are
+#: merged as the file is written (`_merged_shard`): a worker holds one run, not the shard.
+SORT_RUN_BYTES = 256 << 20
+#: Bytes of one batch of a spilled run, and of one merged piece (one row group of the file written).
+_RUN_BATCH_BYTES = 4 << 20
+_MERGED_BYTES = 16 << 20
+#: At most this many rows in one merged piece.
+_MERGED_ROWS = 1 << 16
+
+
 class _WriteShardFn(beam.DoFn):
-    def __init__(self, directory: str, partitions: dict[str, str] | None = None) -> None:
+    """`spill`: a local folder for the sorted runs of a shard larger than `run_bytes` (else the system's
+    temporary folder)."""
+
+    def __init__(
+        self, directory: str, partitions: dict[str, str] | None = None, spill: str | None = None,
+        run_bytes: int = SORT_RUN_BYTES,
+    ) -> None:
         self.directory = directory
         self.partitions = dict(partitions or {})
+        self.spill = spill
+        self.run_bytes = run_bytes
 
     def process(self, item: tuple[tuple[str, int, int], Iterable[bytes]], copies: list | None = None) -> Iterable[str]:
         (table, shard, shards), batches = item
         name = part_name(shard, shards)
-        arrow = _sorted_shard(table, batches, copies or [])
         key = self.partitions.get(table)
-        if key is None:
-            paths = [write_arrow_file(FileSystems.join(self.directory, table, name), arrow)]
-        else:  # Hive layout: one file per shard and value
-            paths = [write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
-                     for folder, rows in partitions_of(arrow, key)]
-        del arrow
+        if self.spill is not None:
+            os.makedirs(self.spill, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="sort-runs-", dir=self.spill) as runs:
+            arrow = _sorted_shard(table, batches, copies or [], runs, self.run_bytes)
+            if not isinstance(arrow, pa.Table):  # sorted in runs: written as they are merged
+                paths = _write_pieces(self.directory, table, name, key, arrow)
+            elif key is None:
+                paths = [write_arrow_file(FileSystems.join(self.directory, table, name), arrow)]
+            else:  # Hive layout: one file per shard and value
+                paths = [write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
+                         for folder, rows in partitions_of(arrow, key)]
+            del arrow
         give_back_memory()  # the next shard's rows do not come on top of this one's in the resident size
         return paths
 
 
-def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> pa.Table:
-    """A shard's batches as one sorted table (`sort_arrow`'s order, one chunk per column).
+def _sorted_shard(
+    table: str, batches: Iterable[bytes | str], copies: list, runs: str | None = None, run_bytes: int = SORT_RUN_BYTES
+) -> pa.Table | Iterator[pa.Table]:
+    """A shard's batches in `sort_arrow`'s order: one sorted table when they take at most `run_bytes`
+    of Arrow memory (or `runs` is None), else sorted pieces, merged from sorted runs of about
+    `run_bytes` spilled in the folder `runs` (the same rows in the same order, held a run at a time)."""
+    held: list[pa.Table] = []
+    size = 0
+    spilled: list[str] = []
+    for data in _unspilled(batches):
+        part = ipc_to_table(data)
+        held.append(part)
+        size += part.nbytes
+        if size > run_bytes and runs is not None:
+            spilled.append(_spill_run(table, held, copies, os.path.join(runs, f"run-{len(spilled):05d}.arrows")))
+            held, size = [], 0
+    if not spilled:
+        return _sort_held(table, held, copies)
+    if held and runs is not None:
+        spilled.append(_spill_run(table, held, copies, os.path.join(runs, f"run-{len(spilled):05d}.arrows")))
+    return _merged_shard(table, spilled)
+
+
+def _sort_held(table: str, held: list[pa.Table], copies: list) -> pa.Table:
+    """Tables of a shard (or of one of its runs) as one sorted table (`sort_arrow`'s order, one chunk per column).
 
     The unsorted columns are let go one by one as their sorted copies are made, so the
     shard is held about once, plus twice its largest column, not three times (Arrow's
@@ -333,7 +386,7 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
     while the chunks are still held). Arrow's allocator is asked to give each freed column
     back at once: it would keep the pages, and the resident size would not come down.
     (A 148 MiB `dead_letters` shard of the 5 GB bench, alone: peak RSS 668 → 568 MiB.)"""
-    arrow = pa.concat_tables([ipc_to_table(b) for b in _unspilled(batches)])
+    arrow = pa.concat_tables(held) if held else pa.Table.from_pylist([], schema=TABLES[table])
     if copies:
         arrow = without_copies(table, arrow, copies)
     if arrow.num_rows <= 1:
@@ -351,6 +404,89 @@ def _sorted_shard(table: str, batches: Iterable[bytes | str], copies: list) -> p
         del whole
         release_arrow_memory()
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _spill_run(table: str, held: list[pa.Table], copies: list, path: str) -> str:
+    """Sort `held` and write it to `path` as an Arrow IPC stream of batches of about `_RUN_BATCH_BYTES`."""
+    arrow = _sort_held(table, held, copies)
+    rows = max(1, arrow.num_rows * _RUN_BATCH_BYTES // max(1, arrow.nbytes))
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, arrow.schema, options=_IPC_OPTIONS) as writer:
+        writer.write_table(arrow, max_chunksize=rows)
+    del arrow
+    release_arrow_memory()
+    return path
+
+
+def _run_rows(table: str, path: str) -> Iterator[tuple[tuple, pa.RecordBatch, int, float]]:
+    """A spilled run's rows, in order, as `(sort key, batch, row in the batch, the batch's bytes per row)`,
+    a batch read at a time."""
+    keys = SORT_KEYS[table]
+    with pa.OSFile(path, "rb") as source:
+        for batch in pa.ipc.open_stream(source):
+            columns = [batch.column(k).to_pylist() for k in keys]
+            row_bytes = batch.nbytes / max(1, batch.num_rows)
+            for i, key in enumerate(zip(*columns)):
+                yield tuple(map(_key_value, key)), batch, i, row_bytes
+
+
+def _merged_shard(table: str, runs: list[str]) -> Iterator[pa.Table]:
+    """Sorted runs merged into sorted pieces of at most `_MERGED_ROWS` rows (about `_MERGED_BYTES`).
+
+    `heapq.merge` takes equal keys from the earlier run first, and each run holds rows that arrived
+    before those of the next: the order of `sort_arrow` (stable) on the whole shard."""
+    picks: list[tuple[pa.RecordBatch, int]] = []
+    size = 0.0
+    for _key, batch, i, row_bytes in heapq.merge(*(_run_rows(table, path) for path in runs), key=itemgetter(0)):
+        picks.append((batch, i))
+        size += row_bytes
+        if len(picks) >= _MERGED_ROWS or size >= _MERGED_BYTES:
+            yield _gathered(picks)
+            picks, size = [], 0.0
+    if picks:
+        yield _gathered(picks)
+
+
+def _gathered(picks: list[tuple[pa.RecordBatch, int]]) -> pa.Table:
+    """The picked rows (each a batch and a row of it), in the order given, as one table."""
+    slots: dict[int, tuple[int, pa.RecordBatch, list[int]]] = {}
+    places = []
+    for batch, i in picks:
+        slot = slots.get(id(batch))
+        if slot is None:
+            slot = slots[id(batch)] = (len(slots), batch, [])
+        places.append((slot[0], len(slot[2])))
+        slot[2].append(i)
+    parts = [batch.take(pa.array(rows, pa.int64())) for _n, batch, rows in slots.values()]
+    starts = list(itertools.accumulate((len(p) for p in parts), initial=0))
+    gathered = pa.Table.from_batches(parts).combine_chunks()
+    return gathered.take(pa.array([starts[n] + at for n, at in places], pa.int64()))
+
+
+def _write_pieces(directory: str, table: str, name: str, key: str | None, pieces: Iterator[pa.Table]) -> list[str]:
+    """Sorted pieces of a shard written as its file (with `key`: its file in each value's folder), a row
+    group per piece; the same rows as `write_arrow_file` would write of the whole shard."""
+    writers: dict[str, tuple[str, Any, pq.ParquetWriter]] = {}
+    try:
+        for piece in pieces:
+            for folder, rows in [("", piece)] if key is None else partitions_of(piece, key):
+                if folder not in writers:
+                    path = FileSystems.join(directory, table, *([folder] if folder else []), name)
+                    sink = pa.BufferOutputStream() if "://" in path else FileSystems.create(path)
+                    writers[folder] = (path, sink, pq.ParquetWriter(sink, TABLES[table], compression="zstd"))
+                writers[folder][2].write_table(rows)
+            del piece
+            release_arrow_memory()
+    finally:
+        for path, sink, writer in writers.values():
+            writer.close()
+            if isinstance(sink, pa.BufferOutputStream):  # a remote file, handed over whole (`write_arrow_file`)
+                with FileSystems.create(path) as f:
+                    f.write(sink.getvalue().to_pybytes())
+            else:
+                sink.close()
+    if not writers and key is None:  # every row left out: an empty file, as for a shard sorted whole
+        return [write_arrow_file(FileSystems.join(directory, table, name), pa.Table.from_pylist([], schema=TABLES[table]))]
+    return [path for path, _sink, _writer in writers.values()]
 
 
 _LENGTH = struct.Struct("<Q")
@@ -388,6 +524,9 @@ class WriteTables(beam.PTransform):
     (bucket % shards), batched straight into those files: for a runner that works the number
     out before the rows are made (the local runner, from the listing), the same files with no
     second `GroupByKey`, and each file written beside the others.
+    `sort_run_bytes`: a shard whose rows take more Arrow memory is sorted in runs of about this
+    size, spilled to local disk (under `spill`, else the system's temporary folder), and merged
+    as its file is written (`_sorted_shard`).
     """
 
     def __init__(
@@ -399,8 +538,10 @@ class WriteTables(beam.PTransform):
         partitions: dict[str, str] | None = None,
         merged: dict[str, beam.PCollection] | None = None,
         bucketed: Collection[str] = (),
+        sort_run_bytes: int = SORT_RUN_BYTES,
     ) -> None:
         super().__init__()
+        self.sort_run_bytes = sort_run_bytes
         self.directory = directory
         self.spill = spill
         self.shards = dict(shards or {})
@@ -408,6 +549,9 @@ class WriteTables(beam.PTransform):
         self.partitions = dict(partitions or {})
         self.merged = dict(merged or {})
         self.bucketed = frozenset(bucketed)
+
+    def _shard_writer(self) -> _WriteShardFn:
+        return _WriteShardFn(self.directory, self.partitions, self.spill, self.sort_run_bytes)
 
     def expand(self, tables: dict[str, Any]) -> beam.PCollection:
         shards = {table: self.shards.get(table, 1) for table in tables}
@@ -428,7 +572,7 @@ class WriteTables(beam.PTransform):
         grouped = batched | "GroupShard" >> beam.GroupByKey()
         merged = [t for t in tables if t in self.merged]
         if not merged:
-            return grouped | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side)
+            return grouped | "WriteShard" >> beam.ParDo(self._shard_writer(), **side)
         split = grouped | "SplitBuckets" >> beam.ParDo(_SplitBucketsFn(merged)).with_outputs(*merged, main="shards")
         shard_groups = [
             split[table] | f"ShardOf-{table}" >> beam.Map(_shard_of_bucket, beam.pvalue.AsSingleton(self.merged[table]))
@@ -442,8 +586,8 @@ class WriteTables(beam.PTransform):
         )
         return (
             (
-                split["shards"] | "WriteShard" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side),
-                merged_shards | "WriteMerged" >> beam.ParDo(_WriteShardFn(self.directory, self.partitions), **side),
+                split["shards"] | "WriteShard" >> beam.ParDo(self._shard_writer(), **side),
+                merged_shards | "WriteMerged" >> beam.ParDo(self._shard_writer(), **side),
             )
             | "AllFiles" >> beam.Flatten()
         )
