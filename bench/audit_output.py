@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.tables import DEAD_LETTERS, READINGS, RUNS
+from footprint_audit.transforms.write import write_arrow_file
 
 #: tool → (share of the calls, emptiness weights of the calls read). Outcomes are the same for all.
 TOOLS: dict[str, tuple[float, dict[str, int]]] = {
@@ -132,9 +133,9 @@ def write_audit_output(out: Path, calls: int = 100_000, seed: int = 33) -> Path:
                         "detail": "Not a recording, events array, JSON Lines or SSE.", "raw": "meeting notes " * 20})
     for name, schema, rows in (("dead_letters", DEAD_LETTERS, letters), ("runs", RUNS, runs)):
         (out / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / name / "part-00000-of-00001.parquet")
+        write_arrow_file(str(out / name / "part-00000-of-00001.parquet"), pa.Table.from_pylist(rows, schema=schema))
     (out / "readings").mkdir(parents=True, exist_ok=True)
-    pq.write_table(_table(READINGS, cols), out / "readings" / "part-00000-of-00001.parquet")
+    write_arrow_file(str(out / "readings" / "part-00000-of-00001.parquet"), _table(READINGS, cols))
     return out
 
 

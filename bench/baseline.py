@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -56,7 +55,7 @@ from footprint_audit.transforms.calls import (  # noqa: E402
 from footprint_audit.transforms.reading_rows import reading_values  # noqa: E402
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
 from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
-from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow  # noqa: E402
+from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 
@@ -173,7 +172,7 @@ def write_tables(out: str, tables: dict[str, tuple[list, int]]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for shard, part in by_shard.items():
             arrow = sort_arrow(table, rows_to_arrow(table, part))  # sorted with Arrow, as the job's writer does
-            pq.write_table(arrow, folder / part_name(shard, shards), compression="zstd")
+            write_arrow_file(str(folder / part_name(shard, shards)), arrow)
 
 
 def main(argv: list[str] | None = None) -> int:

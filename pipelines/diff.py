@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.tables import READINGS, TABLES
+from footprint_audit.transforms.write import write_arrow_file
 
 from .errors import UsageError
 from .manifest import MANIFEST_TABLE, read_manifest
@@ -244,7 +245,7 @@ def write_changed(diff: Diff, folder: str) -> str:
         tmp = f"{path}.{os.getpid()}.tmp"
         schema = changed_schema()
         rows = [{f.name: r[f.name] for f in schema} for r in diff.changed]
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
+        write_arrow_file(tmp, pa.Table.from_pylist(rows, schema=schema))
         os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(f"--output {folder} cannot be written ({exc.strerror or exc})") from None

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.tables import TABLES
+from footprint_audit.transforms.write import write_arrow_file
 
 from . import manifest as manifest_mod
 from .errors import UsageError
@@ -287,7 +288,7 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
             if dropped == meta.num_rows:
                 continue
             kept = pq.read_table(f).filter(pc.invert(drop))
-            pq.write_table(kept, target / name, compression="zstd")
+            write_arrow_file(str(target / name), kept)
         for f in _table_files(pass_dir, table):
             rows = pq.read_metadata(f).num_rows
             if rows:

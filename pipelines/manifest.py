@@ -132,12 +132,12 @@ def stage_manifest(
 
 def write_manifest(staging: str, rows: list[dict]) -> None:
     """Stage the manifest (one file, rows sorted by source file)."""
-    from footprint_audit.transforms.write import part_name
+    from footprint_audit.transforms.write import part_name, write_arrow_file
 
     d = Path(staging) / MANIFEST_TABLE
     d.mkdir(parents=True, exist_ok=True)
     rows = sorted(rows, key=lambda r: r["source_file"])  # the same files read give the same bytes
-    pq.write_table(pa.Table.from_pylist(rows, schema=MANIFEST), d / part_name(0, 1), compression="zstd")
+    write_arrow_file(str(d / part_name(0, 1)), pa.Table.from_pylist(rows, schema=MANIFEST))
 
 
 def build_note(out: str) -> str:

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 
-from footprint_audit.transforms.write import part_name
+from footprint_audit.transforms.write import part_name, write_arrow_file
 
 from .inputs import is_local
 from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker
@@ -134,7 +134,7 @@ def _ensure_table(staged: str, table: str, partition_by: str | None = None) -> N
     if partition_by and PARTITION_KEYS[partition_by][0] == table:
         d = d / f"{partition_by}={HIVE_NULL}"
     d.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([], schema=PUBLISHED[table]), d / part_name(0, 1), compression="zstd")
+    write_arrow_file(str(d / part_name(0, 1)), pa.Table.from_pylist([], schema=PUBLISHED[table]))
 
 
 def publish(staged: str, out: str, partition_by: str | None = None) -> None:

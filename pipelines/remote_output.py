@@ -16,15 +16,13 @@ Role:    the job writes its tables under `OUT/_staging/<token>/`; only once the
 
 from __future__ import annotations
 
-import io
 import uuid
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from footprint_audit.schemas.tables import TABLES
-from footprint_audit.transforms.write import part_name
+from footprint_audit.transforms.write import part_name, write_arrow_file
 
 from .output import STAGING
 from .ownership import MARKER, marker_text
@@ -49,10 +47,7 @@ def _table_files(root: str, table: str) -> list[str]:
 
 def _write_empty(path: str, table: str) -> None:
     """One empty Parquet file of `table`'s schema, so a table with no rows still has its schema."""
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist([], schema=TABLES[table]), buf, compression="zstd")
-    with FileSystems.create(path) as f:
-        f.write(buf.getvalue())
+    write_arrow_file(path, pa.Table.from_pylist([], schema=TABLES[table]))
 
 
 def publish(staged: str, out: str) -> None:
