@@ -196,8 +196,8 @@ class FlinkSession:
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
             "fail_on_checkpointing_errors": "false",
-            # a stage passes the watermark on when its bundle closes: Flink's 1 s bundles put
-            # about 4 s more between a call's grace end and its reading (bench/README.md)
+            # a stage passes the watermark on when its bundle closes: shorter bundles than Flink's
+            # 1 s bring a call's reading sooner after its grace ends
             "max_bundle_time_mills": str(BUNDLE_MILLIS),
         }
         if restore is not None and not local:

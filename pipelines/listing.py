@@ -123,8 +123,8 @@ class SpreadFiles(beam.PTransform):
 
     The local runner hands a grouped stage's keys out to its workers in turn, in the order they
     came, and the stage ends with its slowest worker. Beam's `Reshuffle` gives each file a random
-    key, so the files went out by their place in the listing: the two workers of the 100 MB
-    bench read 57.6 and 42.6 MB of recordings, 58.3 and 44.2 MB of JSON Lines. Here each file
+    key, so the files would go out by their place in the listing, in shares as uneven as the
+    files' sizes. Here each file
     goes, in listing order, to the lightest of `BUCKETS_PER_WORKER * workers` buckets by bytes
     on disk (so any two buckets differ by at most one file), and the buckets are the keys.
     For Flink and Dataflow `pipelines.reassess` keeps `Reshuffle`.

@@ -178,7 +178,7 @@ def build_pipeline(
     does, one local worker too: the readings' and dead letters' file count, from the total
     the listing gives, is then ready when the read stage starts, so their rows are batched there as they are made
     (without it the local runner keeps every row of the stage and batches them in a stage
-    of their own afterwards: 0.4 s of a 4.6 s job on 100 MB of recordings, one core). `spill`: a local folder for the join's spill files
+    of their own afterwards). `spill`: a local folder for the join's spill files
     (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`),
     the streams' run counts (`transforms.spill_counts`) and the writer's batches;
     None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
@@ -294,8 +294,8 @@ class LocalRunOptions(PipelineOptions):
     Beam takes views of a job's options a few hundred times while it builds and runs
     it, and each new view builds an argument parser for its class and parses the flags
     again. Every view of one options object shares its values (`view_as`'s documented
-    behaviour), so one view per class serves every ask: about 0.04 s of a local job's
-    fixed cost (bench/README.md). Public API only (an override of `view_as`);
+    behaviour), so one view per class serves every ask, and a short job starts sooner.
+    Public API only (an override of `view_as`);
     `tests/test_reassess_options.py` fails if Beam's views stop sharing their values.
     Adds no option of its own.
     """

@@ -289,7 +289,7 @@ def run(argv: list[str] | None = None) -> int:
 
                 runner = FnApiRunner()
             bounded = bool(args.max_records or args.max_read_seconds)
-            # On Flink, a Kafka read the runner has not started in time is submitted again (see README).
+            # On Flink, a Kafka read the runner has not started in time is submitted again (docs/streaming.md, "A start that stalls").
             watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
             started = str(session.state_dir / "_read-started") if watched and session.state_dir else None
             for attempt in range(1, START_ATTEMPTS + 1):

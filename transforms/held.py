@@ -13,8 +13,7 @@ An event read alone from its own bytes (a JSON Lines line, an SSE block's data, 
 stream message: `Event.raw`) is held as those bytes, `l` + the length of an orjson
 `[source_file, index]` + that array + the bytes, and read again from them after the
 join (`transforms.envelopes.event_read_again`, the same parse): nothing is written
-again, and nothing can change (on the bench's JSON Lines, encoding takes about a third of
-the time it did, and decoding a little more: bench/README.md, sixth round).
+again, and nothing can change, and no event is written out again to be held.
 
 Any other event (`j`, `p`), exactness: orjson writes a non-finite float (an `Infinity`
 JavaScript's parser made of `1e400`) as `null`, and refuses integers beyond 64 bits and

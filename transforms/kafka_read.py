@@ -54,8 +54,7 @@ BUNDLE_SECONDS = 1.0
 #: watermark on only while none of its bundles is open; resumed at once, the read's next bundle
 #: opened first, so its watermark moved on mostly when a checkpoint closed a bundle. The pause is
 #: also when the worker's other stages (the join, in the same process under LOOPBACK) have it to
-#: themselves: a 100,000-event backlog read 10-20% faster with it (bench/README.md). A longer
-#: pause (2 s) read a backlog slower and did not bring live readings sooner.
+#: themselves, which reads a backlog faster; a longer pause reads it slower.
 RESUME_SECONDS = 1
 MAX_POLL_RECORDS = 2000
 

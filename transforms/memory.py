@@ -14,7 +14,7 @@ is asked.
 spawned workers inherit it) asks Linux to give this process no transparent huge pages: on a
 machine whose kernel hands out 2 MiB pages to every process (`/sys/kernel/mm/transparent_hugepage/enabled`
 set to `always`), part of the job's kernel time went to zeroing and splitting them for memory it
-touched in small pieces and gave back (bench/README.md, "Seventh round: transparent huge pages"). Set
+touched in small pieces and gave back (docs/performance.md). Set
 `FOOTPRINT_AUDIT_HUGE_PAGES=default` in the environment to keep the system's setting.
 """
 

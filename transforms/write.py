@@ -384,8 +384,7 @@ def _sort_held(table: str, held: list[pa.Table], copies: list) -> pa.Table:
     shard is held about once, plus twice its largest column, not three times (Arrow's
     `take` on a table of many chunks joins each column's chunks, then copies it in order,
     while the chunks are still held). Arrow's allocator is asked to give each freed column
-    back at once: it would keep the pages, and the resident size would not come down.
-    (A 148 MiB `dead_letters` shard of the 5 GB bench, alone: peak RSS 668 → 568 MiB.)"""
+    back at once: it would keep the pages, and the resident size would not come down."""
     arrow = pa.concat_tables(held) if held else pa.Table.from_pylist([], schema=TABLES[table])
     if copies:
         arrow = without_copies(table, arrow, copies)

@@ -109,7 +109,7 @@ def tables(out: Path) -> tuple[list[dict], list[dict], list[dict]]:
 
 
 def accounted(out: Path) -> int:
-    """How many records the stream's tables account for, through the views the README names
+    """How many records the stream's tables account for, through the views docs/streaming.md names
     (`schemas/views.sql`: each record's position once): `runs.events` plus dead letters no run owns."""
     from footprint_audit.pipelines.report import check_output_dir, connect, fetch
 

@@ -13,8 +13,9 @@ what it writes, with generous timeouts:
   `late`, `runs` accounts for every event;
 - the launcher killed with SIGKILL mid-stream: no process of it is left (the
   job server and its embedded Flink die with it) and every file it wrote stays;
-  started again, the current readings should equal `reassess`'s (a known
-  failure for now: README, "What a restart guarantees").
+  started again, the current readings equal `reassess`'s and every record is
+  counted once (docs/streaming.md, "What a restart guarantees"); the same after a
+  kill during a backlog, and for a bounded read run twice.
 """
 
 from __future__ import annotations
