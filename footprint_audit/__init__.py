@@ -2,19 +2,13 @@
 
 The package's modules live in the repository's top-level folders, one per room of the
 design: `readers/` (pure readers), `schemas/` (shapes), `transforms/` (Beam steps and the
-pure code they run) and `pipelines/` (the jobs and the command line). Installed (a wheel,
-`pip install -e .`, or `--setup_file` on Dataflow), setuptools maps them under this name
-(pyproject.toml, `package-dir`). In a source tree with no install, the repository root is
-added to this package's path, so `footprint_audit.readers` is the same import either way.
+pure code they run) and `pipelines/` (the jobs and the command line). In the source tree
+this folder holds a link to each (`footprint_audit/readers -> ../readers`), so Python, mypy
+and import-graph tools see one package, `footprint_audit`, with its four subpackages;
+installed (a wheel, `pip install -e .`, or `--setup_file` on Dataflow), setuptools maps the
+folders under this name (pyproject.toml, `package-dir`).
 """
 
 from __future__ import annotations
 
-import os
-
 __all__: list[str] = []
-
-_here = os.path.dirname(os.path.abspath(__file__))
-_root = os.path.dirname(_here)
-if not os.path.isdir(os.path.join(_here, "readers")) and os.path.isfile(os.path.join(_root, "readers", "__init__.py")):
-    __path__.append(_root)  # a source tree: the folders are the repository's own
