@@ -6,7 +6,8 @@ process, on `--runner FlinkRunner --flink_master=[local]`:
 
 * **throughput** — `--events` events of generated history (`bench/generate.py`, seeded)
   are produced once, then `--runs` bounded jobs read them all (`--max-records`), each with a
-  consumer group of its own. Reported per run: the job's wall time (Flink's start included),
+  consumer group of its own, each once the load average has fallen to `--start-load`
+  (default 2; at most 3 minutes' wait). Reported per run: the job's wall time (Flink's start included),
   events/s after its first file (start-up left out), the tables checked to account for every
   event (through `schemas/views.sql`), and the machine's load average (1 min) at the start
   and the highest seen during the run; then the median. A figure taken at a load above the
@@ -100,6 +101,16 @@ def _accounted(out: Path) -> int:
     from footprint_audit.pipelines.report import check_output_dir, connect, fetch
 
     return int(fetch(connect(out, check_output_dir(out)), "SELECT events_read FROM report_figures")[0]["events_read"])
+
+
+def _settle(load: float, seconds: float) -> None:
+    """Wait until the 1-minute load average is at most `load` (the previous run's tail, other work),
+    for up to `seconds`; say so when it is not."""
+    deadline = time.monotonic() + seconds
+    while os.getloadavg()[0] > load and time.monotonic() < deadline:
+        time.sleep(2)
+    if os.getloadavg()[0] > load:
+        print(f"(the load average is still {os.getloadavg()[0]:.1f}, above {load}: the next figure measures that work too)")
 
 
 def throughput(work: Path, bootstrap: str, records: list, declarations: Path, run: int) -> dict:
@@ -196,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.stream_kafka", description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=3, help="throughput jobs over the same records (default 3)")
+    ap.add_argument("--start-load", type=float, default=2.0,
+                    help="wait (up to 3 minutes) for the 1-minute load average to fall to this before each run (default 2)")
     ap.add_argument("--live-seconds", type=float, default=60)
     ap.add_argument("--calls-per-second", type=float, default=200)
     ap.add_argument("--grace-seconds", type=float, default=30)
@@ -217,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 _produce(broker.bootstrap, "history", records)
                 rates = []
                 for run in range(1, args.runs + 1):
+                    _settle(args.start_load, 180)
                     t = throughput(work, broker.bootstrap, records, declarations, run)
                     rates.append(t["events_per_s_after_start"])
                     print(f"throughput {run}: {t['events']:,} events, {t['accounted']:,} accounted, {t['wall_s']:.1f} s wall "
