@@ -193,7 +193,7 @@ def compare(old: Side, new: Side) -> Diff:
 
     for key in sorted(set(old.calls) | set(new.calls), key=lambda k: (k[0], k[1], k[2])):
         a, b = old.calls.get(key), new.calls.get(key)
-        tool = _tool(b if b is not None else a)
+        tool = _tool(b if b is not None else old.calls[key])  # the key is on one side at least
         counts = tool_counts(tool)
         counts["calls"] += 1
         if a is None or b is None:
@@ -213,8 +213,10 @@ def compare(old: Side, new: Side) -> Diff:
 
 
 def _changed_row(key: Key, tool: str, change: str, columns: list[str], a: dict | None, b: dict | None) -> dict:
+    shown = b or a
+    assert shown is not None, "compare() passes the call's row of one side at least"
     row: dict[str, Any] = {"run_id": key[0], "tool_call_id": key[1], "occurrence": key[2],
-                           "tool_name": (b or a)["tool_name"], "change": change, "changed_columns": columns}
+                           "tool_name": shown["tool_name"], "change": change, "changed_columns": columns}
     for side, r in (("old", a), ("new", b)):
         for c in COMPARED:
             row[f"{side}_{c}"] = None if r is None else r[c]

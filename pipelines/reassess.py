@@ -57,6 +57,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.runner import PipelineRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
@@ -344,7 +345,7 @@ def _flink_workers(beam_args: list[str], workers: int) -> list[str]:
 
 def _pipeline_options(
     beam_args: list[str], workers: int | None = None, pool: str | None = None
-) -> tuple[PipelineOptions, object | None]:
+) -> tuple[PipelineOptions, PipelineRunner | None]:
     """Beam's options and the runner to pin (None: the one `--runner` names).
 
     `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
@@ -413,7 +414,11 @@ def run(argv: list[str] | None = None) -> int:
             except UsageError as exc:
                 _say(str(exc))
                 return 2
-        with stop_on_interrupt(lambda: (target.discard(), target.close()), INTERRUPTED):
+        def clean_up() -> None:
+            target.discard()
+            target.close()
+
+        with stop_on_interrupt(clean_up, INTERRUPTED):
             return _run_job(args, beam_args, declarations, target)
     finally:
         with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
@@ -481,6 +486,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                 listed = hashing.result() if hashing is not None else _listed(args.input, target.out)
                 duplicates = manifest_mod.duplicates_of(listed.names, listed.sizes, listed.hashes)
             if duplicates:
+                assert listed is not None, "duplicates are found among the listed inputs"
                 first = min(duplicates)
                 if not args.no_progress:
                     _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
@@ -491,6 +497,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                 execute(list(args.input), target.staging, again=True,
                         duplicates={listed.local_paths.get(n, n): kept for n, kept in duplicates.items()})
         else:
+            assert listed is not None, "an increment is planned from the listed inputs"
             paths = listed.local_paths
             left_out = {paths.get(n, n): kept for n, kept in plan.duplicates.items()}
 
@@ -501,6 +508,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                                        None if args.no_progress else _say)
             duplicates = plan.duplicates
         if target.local:
+            assert listed is not None, "a local output's inputs are listed for its manifest"
             read = plan.read if plan else [n for n in listed.names if n not in duplicates]
             manifest_mod.stage_manifest(target.staging, read, listed.sizes,
                                         listed.hashes, plan.increment if plan else 1, READER_VERSION,

@@ -144,6 +144,7 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
     con.execute("SET TimeZone = 'UTC'")
     for statement in split_statements(views_sql()):
         head = re.search(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS\s", statement)
+        assert head is not None, "every statement of the bundled views.sql creates a view"
         name, body = head.group(1), statement[head.end():]
         table = SOURCE_VIEWS.get(name)
         if table is not None:

@@ -808,7 +808,7 @@ DETAIL_FIELDS = (
 
 def call_detail(c: Row) -> str:
     """What the reading holds of one call's value and door, each field cut to `DETAIL_CHARS`."""
-    pairs = [("door", door_text(c) + (" (bounded reading)" if c.get("bounded") else "")
+    pairs: list[tuple[str, Any]] = [("door", door_text(c) + (" (bounded reading)" if c.get("bounded") else "")
               + (" (object with no declared shape)" if c.get("undeclared_shape") else ""))]
     pairs += [(label, c.get(col)) for label, col in DETAIL_FIELDS if c.get(col) not in (None, "", [])]
     where = f"event {c['event_index']} of {c['source_file']}" if c.get("event_index") is not None else c["source_file"]

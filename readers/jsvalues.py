@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "UNDEFINED",
@@ -86,7 +86,7 @@ def is_record(value: Any) -> bool:
     return type(value) is dict
 
 
-def is_js_number(value: Any) -> bool:
+def is_js_number(value: Any) -> TypeGuard[int | float]:
     """`typeof value === 'number'`: ints and floats, never booleans (T6)."""
     t = type(value)
     return t is int or t is float

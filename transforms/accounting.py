@@ -144,7 +144,7 @@ def count_joined(
         totals[source] = totals.get(source, 0) + 1
     ends: dict[str, int] = {}
     for call in calls:
-        if call.end is not None:
+        if call.end_file is not None:
             ends[call.end_file] = ends.get(call.end_file, 0) + 1
     for source, total in totals.items():
         used = used_by_file.get(source, 0)

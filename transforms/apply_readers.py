@@ -46,13 +46,12 @@ class _ApplyReadersFn(beam.DoFn):
 
     def process(self, calls: CallGroup | Call) -> tuple[ReadingRows]:
         # One list per group, and the counter added up once per bundle.
-        if type(calls) is Call:
-            calls = (calls,)
-        self._n += len(calls)
+        group = (calls,) if isinstance(calls, Call) else calls
+        self._n += len(group)
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
         rows_at_for, version = self.declarations.rows_at_for, self.reader_version
-        return (ReadingRows([reading_values(call, rows_at_for, version) for call in calls]),)
+        return (ReadingRows([reading_values(call, rows_at_for, version) for call in group]),)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)

@@ -196,7 +196,7 @@ def _build_call(
         run_id=anchor.run_id or run_id,
         tool_call_id=call_id,
         occurrence=occurrence,
-        source_file=end_file if end is not None else last_file,
+        source_file=end_file if end_file is not None else last_file,
         session_id=anchor.session_id or session_id,
         events=items,
         start=start,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from footprint_audit.readers import UNDEFINED
+from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import RunInput
 
 from .call_types import DOOR_COMMITTED, DOOR_VALUE, Call, _int_or_none, _str_or_none, is_placeholder
@@ -70,7 +71,7 @@ def tool_bytes_of(message: dict) -> Any:
     """`toolBytesOf`: the served content up to `toolChars` (the tool's own bytes)."""
     content = message.get("content", UNDEFINED)
     chars = message.get("toolChars")
-    if type(content) is str and type(chars) in (int, float) and chars >= 0 and float(chars).is_integer():
+    if type(content) is str and is_js_number(chars) and chars >= 0 and float(chars).is_integer():
         return _utf16_prefix(content, int(chars))
     return content
 

@@ -305,8 +305,7 @@ def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | Dead
     last_id: str | None = None
     last: RunInput | None = None
     for item in items:
-        is_event = isinstance(item, Event)
-        if is_event:
+        if isinstance(item, Event):
             # `Event.run_id` and `Event.session_id`, read off `meta` directly (once per event).
             run_id = item.meta.get("runId")
             if type(run_id) is not str:
@@ -316,19 +315,18 @@ def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | Dead
         if run_id is None:
             source.dead_letters.append(item)  # type: ignore[arg-type]  # an Event always has a run id
             continue
-        if run_id == last_id and last is not None:
-            run = last
-        else:
-            run = runs.get(run_id)
-            if run is None:
-                run = runs[run_id] = RunInput(run_id, source_file, fmt or "")
-                source.runs.append(run)
-            last_id, last = run_id, run
-        if is_event:
+        if run_id != last_id or last is None:
+            last = runs.get(run_id)
+            if last is None:
+                last = runs[run_id] = RunInput(run_id, source_file, fmt or "")
+                source.runs.append(last)
+            last_id = run_id
+        run = last
+        if isinstance(item, Event):
             run.events.append(item)
             if run.session_id is None:
                 session_id = item.meta.get("sessionId")
                 run.session_id = session_id if type(session_id) is str else None
         else:
-            run.dead_letters.append(item)  # type: ignore[arg-type]
+            run.dead_letters.append(item)
     return source

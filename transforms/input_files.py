@@ -65,15 +65,15 @@ class _ReadFileFn(beam.DoFn):
         fmt, items = opened
         n = 0
         dead_by_run: dict[str, int] = {}
-        for item in items:
-            if isinstance(item, Event):
+        for read in items:
+            if isinstance(read, Event):
                 n += 1
-                yield pvalue.TaggedOutput(EVENTS, (path, fmt, item))
+                yield pvalue.TaggedOutput(EVENTS, (path, fmt, read))
                 continue
             self.dead.inc()
-            yield pvalue.TaggedOutput(DEAD_LETTERS, item.row())
-            if item.run_id is not None:
-                dead_by_run[item.run_id] = dead_by_run.get(item.run_id, 0) + 1
+            yield pvalue.TaggedOutput(DEAD_LETTERS, read.row())
+            if read.run_id is not None:
+                dead_by_run[read.run_id] = dead_by_run.get(read.run_id, 0) + 1
         for run_id, dead in dead_by_run.items():  # one partial count per run of the file
             yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
         self.events.inc(n)

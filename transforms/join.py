@@ -144,7 +144,7 @@ class _KeyEventFn(beam.DoFn):
         for tag, gathered in ((FACTS, self._facts), (KEYED, self._calls)):
             for key, held in gathered.items():
                 value = (key, pack_held(held))
-                yield pvalue.TaggedOutput(tag, WindowedValue(value, 0, [GlobalWindow()]) if windowed else value)
+                yield pvalue.TaggedOutput(tag, WindowedValue(value, 0, (GlobalWindow(),)) if windowed else value)
             gathered.clear()
         self._held = 0
 
@@ -170,16 +170,12 @@ class _KeyEventFn(beam.DoFn):
         yield from self._gathered(windowed=True)
         yield from _bundle_counts(self._counts)
         self._counts = {}
-        for run_id, facts in self._facts.items():
-            for held in facts.values():
-                yield pvalue.TaggedOutput(FACTS, WindowedValue((run_id, held), 0, [GlobalWindow()]))
-        self._facts = {}
 
 
 def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
     """A bundle's added-up counts, one `((run_id, source_file), RunCounts)` per key, on `tag`."""
     for key, c in counts.items():
-        yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, [GlobalWindow()]))
+        yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, (GlobalWindow(),)))
 
 
 class KeyLineEvents(beam.PTransform):

@@ -379,7 +379,7 @@ class _ReadKafkaFn(beam.DoFn):
         spec: KafkaSpec,
         finalizer: Any = beam.DoFn.BundleFinalizerParam,  # before the SDF's two: Beam passes those by name
         tracker: Any = beam.DoFn.RestrictionParam(_KafkaRestrictions()),
-        estimator: ManualWatermarkEstimator = beam.DoFn.WatermarkEstimatorParam(
+        estimator: Any = beam.DoFn.WatermarkEstimatorParam(  # Beam passes a ManualWatermarkEstimator
             ManualWatermarkEstimator.default_provider()
         ),
     ) -> Iterable[Any]:

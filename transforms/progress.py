@@ -51,5 +51,5 @@ class Progress:
         self.events += events
         self.bytes += nbytes
         if self.ticker.due():
-            files = f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}"
-            self.ticker.say(f"read {files} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")
+            done = f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}"
+            self.ticker.say(f"read {done} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")

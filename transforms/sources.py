@@ -93,7 +93,7 @@ def open_source(
         else:
             stream = _decompressing(io.BytesIO(whole) if whole is not None else local)
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
-        if local is not None and whole is None:
+        if local is not None and not isinstance(local, bytes):  # an open file, not bytes read whole
             local.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
@@ -181,12 +181,13 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
             os.close(fd)
             return _not_regular(path, name, info.st_mode)
         os.set_blocking(fd, True)
-        f = open(fd, "rb", buffering=0 if info.st_size <= WHOLE_FILE_BYTES else 1 << 20)  # owns fd from here
+        # The file object owns fd from here.
+        if info.st_size > WHOLE_FILE_BYTES:
+            return open(fd, "rb", buffering=1 << 20)
+        f = open(fd, "rb", buffering=0)
     except OSError as exc:
         os.close(fd)
         return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
-    if info.st_size > WHOLE_FILE_BYTES:
-        return f  # type: ignore[return-value]
     try:
         with f:
             return f.readall()

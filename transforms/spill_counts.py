@@ -85,7 +85,7 @@ class _SpillCountsFn(beam.DoFn):
             path = os.path.join(self.folder, f"{name}-p{part:03d}.counts")
             with open(path, "wb") as f:
                 pickle.dump(parts[part], f, protocol=pickle.HIGHEST_PROTOCOL)
-            yield WindowedValue((part, path), 0, [GlobalWindow()])
+            yield WindowedValue((part, path), 0, (GlobalWindow(),))
 
 
 def _partition_rows(item: tuple[int, Iterable[str]]) -> Iterator[dict]:

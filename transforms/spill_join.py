@@ -121,7 +121,7 @@ class _SpillFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for part, path in sorted(self._spiller.close().items()):
-            yield WindowedValue((part, path), 0, [GlobalWindow()])
+            yield WindowedValue((part, path), 0, (GlobalWindow(),))
 
 
 class _JoinPartitionFn(_JoinCallFn):
@@ -151,8 +151,8 @@ class _JoinPartitionFn(_JoinCallFn):
                     run_id, _, call_id = key.decode("utf-8", "surrogatepass").partition("\x00")
                     keys[key] = (run_id, call_id)
                 found.append(held)
-        for key, held in calls.items():
-            yield from _JoinCallFn.process(self, (keys[key], held), facts)
+        for key, helds in calls.items():
+            yield from _JoinCallFn.process(self, (keys[key], helds), facts)
 
     def _split(self, files: list[str], size: int, facts: dict, level: int) -> Iterator[Any]:
         n = max(2, -(-2 * size // self.max_partition_bytes))

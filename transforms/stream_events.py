@@ -151,8 +151,8 @@ class ClassifyAndKeyFn(beam.DoFn):
         for key, events in calls.items():
             yield pvalue.TaggedOutput(KEYED, _at((key, tuple(events)), min(e[4] for e in events)))
         counts, self._counts = self._counts, {}
-        for key, (total, first_ms) in counts.items():
-            yield pvalue.TaggedOutput(COUNTS, _at((key, total), first_ms))
+        for count_key, (total, first_ms) in counts.items():
+            yield pvalue.TaggedOutput(COUNTS, _at((count_key, total), first_ms))
 
     def finish_bundle(self) -> Iterable[Any]:
         return self._batches()

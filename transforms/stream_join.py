@@ -196,8 +196,8 @@ class _CallStateCoder(Coder):
         return self._decode(memoryview(encoded), 0, len(encoded))
 
     def _decode(self, view: memoryview, pos: int, end: int) -> _CallState:
-        record = self._LAYOUT.unpack_from(view, pos)
-        return _CallState(*record, bytes(view[pos + self._LAYOUT.size : end]))
+        revision, last_ms, cleanup_ms, read_ms, closed = self._LAYOUT.unpack_from(view, pos)
+        return _CallState(revision, last_ms, cleanup_ms, read_ms, closed, bytes(view[pos + self._LAYOUT.size : end]))
 
     def is_deterministic(self) -> bool:
         return True
@@ -326,11 +326,11 @@ class _StatefulJoinFn(beam.DoFn):
         run_id, batch = element
         by_call: dict[str, list[tuple[str, bytes, int, int]]] = {}
         facts: list[tuple[bytes, int]] = []
-        for call_id, *item in batch:
-            if item[2] == RUN_FACT:
-                facts.append((item[1], item[3]))
+        for call_id, event_type, held, behind_ms, event_ms in batch:
+            if behind_ms == RUN_FACT:
+                facts.append((held, event_ms))
             else:
-                by_call.setdefault(call_id, []).append(item)  # type: ignore[arg-type]
+                by_call.setdefault(call_id, []).append((event_type, held, behind_ms, event_ms))
         cell: dict[Any, Any] = state.read() or {}
         changed = bool(facts) and self._add_facts(cell, facts, read_timer, forget_timer)
         for call_id, items in by_call.items():
@@ -417,7 +417,7 @@ class _StatefulJoinFn(beam.DoFn):
     def on_read(
         self,
         key: Any = beam.DoFn.KeyParam,
-        tag: str = beam.DoFn.DynamicTimerTagParam,
+        tag: Any = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
     ) -> Iterable[Any]:
         cell: dict[Any, Any] = state.read() or {}
@@ -434,7 +434,7 @@ class _StatefulJoinFn(beam.DoFn):
     def on_cleanup(
         self,
         key: Any = beam.DoFn.KeyParam,
-        tag: str = beam.DoFn.DynamicTimerTagParam,
+        tag: Any = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
         forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
@@ -467,7 +467,7 @@ class _StatefulJoinFn(beam.DoFn):
     @on_timer(FORGET)
     def on_forget(
         self,
-        tag: str = beam.DoFn.DynamicTimerTagParam,
+        tag: Any = beam.DoFn.DynamicTimerTagParam,
         state: Any = beam.DoFn.StateParam(RUN),
     ) -> None:
         # Only closed calls (and new facts) set this timer, and nothing reopens a closed call: drop

@@ -47,7 +47,7 @@ import tempfile
 import uuid
 import zlib
 from operator import itemgetter
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -114,7 +114,7 @@ def shard_of(table: str, row: dict | tuple, shards: int) -> int:
     """A stable shard for a row (a dict, or a tuple in the table's column order): crc32 of its first sort key."""
     if shards <= 1:
         return 0
-    first = row[_FIRST_KEY_AT[table]] if type(row) is tuple else row.get(SORT_KEYS[table][0])
+    first = row[_FIRST_KEY_AT[table]] if isinstance(row, tuple) else row.get(SORT_KEYS[table][0])
     return zlib.crc32(str(first).encode("utf-8", "surrogatepass")) % shards
 
 
@@ -151,7 +151,7 @@ _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _ROW_VALUES = {table: itemgetter(*schema.names) for table, schema in TABLES.items()}
 
 
-def rows_to_arrow(table: str, rows: list[dict] | list[tuple]) -> pa.Table:
+def rows_to_arrow(table: str, rows: Sequence[dict | tuple]) -> pa.Table:
     """Rows as an Arrow table with the table's schema (a missing key is a null, as `Table.from_pylist`).
 
     A row is a dict, or a tuple of every column's value in the schema's order
@@ -183,7 +183,7 @@ def arrow_to_ipc(arrow: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def rows_to_ipc(table: str, rows: list[dict] | list[tuple]) -> bytes:
+def rows_to_ipc(table: str, rows: Sequence[dict | tuple]) -> bytes:
     """Rows as one Arrow IPC stream (the table's schema, lz4-compressed buffers)."""
     return arrow_to_ipc(rows_to_arrow(table, rows))
 
@@ -233,9 +233,9 @@ class _BatchRowsFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for kv in self._spill_or_pass(self._flush()):
-            yield WindowedValue(kv, 0, [GlobalWindow()])
+            yield WindowedValue(kv, 0, (GlobalWindow(),))
         for key, path in sorted(self._spilled.items()):
-            yield WindowedValue((key, path), 0, [GlobalWindow()])
+            yield WindowedValue((key, path), 0, (GlobalWindow(),))
         self._spilled = {}
 
     def _spill_or_pass(self, batches: list[tuple[tuple, bytes]]) -> list[tuple[tuple, bytes]]:
@@ -253,7 +253,7 @@ class _BatchRowsFn(beam.DoFn):
                 f.write(ipc)
         return []
 
-    def _flush(self) -> list[tuple[tuple[str, int], bytes]]:
+    def _flush(self) -> list[tuple[tuple[str, int, int], bytes]]:
         """The rows gathered so far as one IPC batch per shard. One buffer for all shards keeps
         the rows waiting to BATCH_ROWS, however many shards there are (they hold their events'
         strings), and each batch becomes Arrow in one conversion."""
