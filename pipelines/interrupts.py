@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = [
     "stop_on_interrupt",
@@ -91,12 +91,8 @@ def stop_on_interrupt(clean_up: Callable[[], None], message: str) -> Iterator[No
             finally:
                 os._exit(128 + signum)
 
-    previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
-    try:
+    with _handled_by(stop):
         yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 @contextmanager
@@ -105,12 +101,19 @@ def held_interrupts() -> Iterator[None]:
     if not _main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
+    with _handled_by(signal.SIG_IGN):
+        yield
+
+
+@contextmanager
+def _handled_by(handler: Any) -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM go to `handler`; their handlers before it are put back after."""
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 @contextmanager
