@@ -118,13 +118,19 @@ def _handled_by(handler: Any) -> Iterator[None]:
 
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
-    """Within the block, Ctrl-C and SIGTERM wait (blocked, not lost): they act once it ends. For a few
-    file-system steps that must not be parted from the note of them, so the clean-up finds what to undo."""
-    if not _main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Within the block, Ctrl-C and SIGTERM wait (noted, not lost): they act once it ends. For a few
+    file-system steps that must not be parted from the note of them, so the clean-up finds what to undo.
+
+    Deferred in Python's handlers, not by a signal mask: a mask holds only the calling thread, and
+    the kernel hands the signal to another thread (Beam's, Arrow's), whose C handler has the main
+    thread run Python's handler inside the block all the same."""
+    if not _main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    caught: list[int] = []
     try:
-        yield
+        with _handled_by(lambda signum, _frame: caught.append(signum)):
+            yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if caught:
+            signal.raise_signal(caught[0])
