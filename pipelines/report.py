@@ -38,7 +38,7 @@ from footprint_audit.pipelines.report_html import (
 )
 from footprint_audit.schemas.tables import TABLES
 
-from .report_summary import ALL_QUERIES, Row, Summary, how_to_query
+from .report_summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
 
 from .manifest import build_note
 
@@ -47,25 +47,6 @@ SOURCE_VIEWS = {"readings_all": "readings", "dead_letters_all": "dead_letters", 
 
 #: The views the report computes once, as temporary tables (each is read by many summaries).
 MATERIALIZED = ("readings_current", "call_buckets")
-
-#: (column of tool_summary, label) — emptiness of the calls read, worst kinds first.
-EMPTINESS = (
-    ("undeclared_empty", "undeclared-empty"),
-    ("emptiness_unknown", "unknown"),
-    ("declared_absent", "declared-absent"),
-    ("non_empty", "non-empty"),
-    ("clarify", "clarify"),
-)
-
-#: (column of tool_summary, label) — outcomes over all calls.
-OUTCOMES = (
-    ("ran", "ran"),
-    ("failed", "failed"),
-    ("refused", "refused"),
-    ("declined", "declined"),
-    ("not_dispatched", "not-dispatched"),
-    ("outcome_unknown", "unknown"),
-)
 
 #: How many rows a long list shows (tools, door disagreements, dead letters by file), in the terminal
 #: and on the page; each says the query of `ALL_QUERIES` that lists them all.

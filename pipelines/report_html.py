@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
-from .report_summary import ALL_QUERIES, Row, Summary, how_to_query
+from .report_summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {
@@ -40,24 +40,15 @@ EMPTINESS_COLOURS = {
     "not read": "#cfd8dc",
 }
 
-#: (tool_summary column, outcome label, colour)
-OUTCOME_COLOURS = (
-    ("ran", "ran", "#2e7d32"),
-    ("failed", "failed", "#c62828"),
-    ("refused", "refused", "#ef6c00"),
-    ("declined", "declined", "#f2b600"),
-    ("not_dispatched", "not-dispatched", "#795548"),
-    ("outcome_unknown", "unknown", "#5f6b73"),
-)
-
-#: (tool_summary / tool_timeline column, emptiness label) in bar order.
-EMPTINESS_COLUMNS = (
-    ("undeclared_empty", "undeclared-empty"),
-    ("emptiness_unknown", "unknown"),
-    ("declared_absent", "declared-absent"),
-    ("non_empty", "non-empty"),
-    ("clarify", "clarify"),
-)
+#: outcome label → colour.
+OUTCOME_COLOURS = {
+    "ran": "#2e7d32",
+    "failed": "#c62828",
+    "refused": "#ef6c00",
+    "declined": "#f2b600",
+    "not-dispatched": "#795548",
+    "unknown": "#5f6b73",
+}
 
 #: What "worst first" means (the rank of views.sql's tool_summary), said where tools are ranked.
 RANK_RULE = ("worst first: by the lower end of the 95% Wilson interval of the share undeclared-empty,"
@@ -618,7 +609,7 @@ def tool_panel_svg(tool: str, rows: Sequence[Row], axis: TimeAxis, index: int) -
                                f"{tool} · {when} (UTC): {calls} calls, none read"))
             continue
         y = float(base)
-        for j, (column, label) in enumerate(EMPTINESS_COLUMNS):
+        for j, (column, label) in enumerate(EMPTINESS):
             count = int(row[column] or 0)
             if not count:
                 continue
@@ -688,7 +679,7 @@ def tools_cut(s: Summary) -> str:
 
 
 def emptiness_section(s: Summary) -> str:
-    parts = [(col, label, EMPTINESS_COLOURS[label]) for col, label in EMPTINESS_COLUMNS]
+    parts = [(col, label, EMPTINESS_COLOURS[label]) for col, label in EMPTINESS]
     return (
         '<section id="emptiness"><h2>Emptiness per tool, worst first</h2>'
         '<p class="note">Shares of the calls read (latest revision of each call).'
@@ -706,9 +697,10 @@ def outcome_section(s: Summary) -> str:
         '<section id="outcomes"><h2>Outcomes per tool</h2>'
         '<p class="note">Shares of all calls, tools in the same order. Only calls that ran and were not withheld are'
         " read.</p>"
-        + legend((label, colour) for _, label, colour in OUTCOME_COLOURS)
+        + legend((label, OUTCOME_COLOURS[label]) for _, label in OUTCOMES)
         + '<div class="scroll" style="max-height:none;border:0">'
-        + tool_bars_svg(drawn_tools(s), OUTCOME_COLOURS, "calls", "outcome", "outcome-chart")
+        + tool_bars_svg(drawn_tools(s), [(col, label, OUTCOME_COLOURS[label]) for col, label in OUTCOMES],
+                        "calls", "outcome", "outcome-chart")
         + "</div></section>"
     )
 

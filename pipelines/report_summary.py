@@ -1,4 +1,5 @@
-"""What `footprint-audit report` shows: the `Summary` the views return, and a `Row`.
+"""What `footprint-audit report` shows: the `Summary` the views return, a `Row`, and the labels of
+emptiness and outcomes (with the `tool_summary` column that counts each), in the report's order.
 
 Role: shared by the terminal report (`pipelines.report`) and the HTML page
       (`pipelines.report_html`), so that neither imports the other for its types.
@@ -11,9 +12,28 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-__all__ = ["ALL_QUERIES", "Row", "Summary", "how_to_query"]
+__all__ = ["ALL_QUERIES", "EMPTINESS", "OUTCOMES", "Row", "Summary", "how_to_query"]
 
 Row = dict[str, Any]
+
+#: (column of tool_summary, label) — emptiness of the calls read, worst kinds first.
+EMPTINESS = (
+    ("undeclared_empty", "undeclared-empty"),
+    ("emptiness_unknown", "unknown"),
+    ("declared_absent", "declared-absent"),
+    ("non_empty", "non-empty"),
+    ("clarify", "clarify"),
+)
+
+#: (column of tool_summary, label) — outcomes over all calls.
+OUTCOMES = (
+    ("ran", "ran"),
+    ("failed", "failed"),
+    ("refused", "refused"),
+    ("declined", "declined"),
+    ("not_dispatched", "not-dispatched"),
+    ("outcome_unknown", "unknown"),
+)
 
 #: view → the query (over the views of schemas/views.sql) that lists all its rows, in the order the report
 #: lists the first ones; a cut list names it.
