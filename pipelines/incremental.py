@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.tables import TABLES
 from footprint_audit.transforms.write import write_arrow_file
 
@@ -324,7 +325,7 @@ def same_bytes_note(plan: Plan) -> str | None:
     """One line on the inputs not read for their bytes (moved files, duplicates), or None."""
     parts = []
     for found, what in ((plan.moved, "moved file(s) not read again"),
-                        (plan.duplicates, f"duplicate(s) left out, in dead_letters as {manifest_mod.DUPLICATE_FILE}")):
+                        (plan.duplicates, f"duplicate(s) left out, in dead_letters as {REASON_DUPLICATE_FILE}")):
         if found:
             first = min(found)
             parts.append(f"{len(found)} {what} ({first} holds the same bytes as {found[first]})")

@@ -22,13 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.declarations import Declarations
-from footprint_audit.schemas.events import DeadLetter
+from footprint_audit.schemas.events import REASON_DUPLICATE_FILE, DeadLetter
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 
 from .inputs import is_local
 
 __all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "duplicates_of",
-           "DUPLICATE_FILE", "duplicate_letters", "stage_manifest", "write_manifest", "build_note"]
+           "duplicate_letters", "stage_manifest", "write_manifest", "build_note"]
 
 _CHUNK = 1 << 20
 
@@ -99,13 +99,9 @@ def read_manifest(out: str) -> list[dict] | None:
     return table.to_pylist()
 
 
-#: The dead-letter reason of an input left out because another input holds the same bytes.
-DUPLICATE_FILE = "duplicate-file"
-
-
 def duplicate_letters(duplicates: dict[str, str]) -> list[dict]:
     """The `dead_letters` rows of the `duplicates` (name -> the file of the same bytes that is read)."""
-    return [DeadLetter(name, None, None, DUPLICATE_FILE,
+    return [DeadLetter(name, None, None, REASON_DUPLICATE_FILE,
                        f"the same bytes as {kept}, which is read: this file is left out, so nothing is counted twice",
                        b"").row() for name, kept in sorted(duplicates.items())]
 

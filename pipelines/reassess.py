@@ -61,6 +61,7 @@ from apache_beam.runners.runner import PipelineRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms import input_files as read_mod
@@ -491,7 +492,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
                 if not args.no_progress:
                     _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
                          f"{duplicates[first]}): reading again without them, each a "
-                         f"{manifest_mod.DUPLICATE_FILE} dead letter")
+                         f"{REASON_DUPLICATE_FILE} dead letter")
                 for table in TABLES:
                     shutil.rmtree(os.path.join(target.staging, table), ignore_errors=True)
                 execute(list(args.input), target.staging, again=True,

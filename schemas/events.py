@@ -35,6 +35,7 @@ REASON_LATE = "late"
 REASON_UNREADABLE = "unreadable"
 REASON_MISSING_RUN_ID = "missing-run-id"
 REASON_BAD_FIELD = "bad-field"
+REASON_DUPLICATE_FILE = "duplicate-file"  # an input left out: another input holds the same bytes
 
 #: The event types a reading uses (without the prefix). Anything else is "not needed".
 TOOL_START = "stream.tool_start"
