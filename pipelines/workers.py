@@ -317,7 +317,14 @@ def _spawned_main() -> int:
     ignore_stop_signals()
     die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
-    import footprint_audit.pipelines.reassess  # noqa: F401 - the steps' modules, imported before the runner asks
+    # The steps' modules, imported before the runner asks for them.
+    import footprint_audit.pipelines.listing  # noqa: F401
+    import footprint_audit.transforms.apply_readers  # noqa: F401
+    import footprint_audit.transforms.input_files  # noqa: F401
+    import footprint_audit.transforms.run_copies  # noqa: F401
+    import footprint_audit.transforms.spill_counts  # noqa: F401
+    import footprint_audit.transforms.spill_join  # noqa: F401
+    import footprint_audit.transforms.write  # noqa: F401
 
     return _serve(sys.stdin.buffer.read())
 
