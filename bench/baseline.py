@@ -59,7 +59,7 @@ from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of,
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 
-BYTES_PER_SHARD = 256 << 20  # as pipelines.reassess
+BYTES_PER_SHARD = 256 << 20  # as pipelines.plans
 
 
 def list_inputs(pattern: str) -> list[tuple[str, int]]:

@@ -15,15 +15,14 @@ Modes (`--modes`):
 * `beammp2` — Beam's own `--direct_num_workers 2 --direct_running_mode multi_processing`;
 * `flink1`, `flink2` — the Flink cluster of tools/flink_cluster.py (started by this
   command, stopped after), parallelism 1 and 2, Python workers in its worker pool;
-* `MODE-TUNING` — a local mode with one of the local runner's tunings (pipelines/local_run.py)
-  left out, to weigh it: `nogc` (CPython's collector thresholds), `thp` (the system's transparent
-  huge pages), `noviews` (Beam's `PipelineOptions`, a new view per ask), `nobg` (the manifest's
-  hashes worked out by the launcher after the job), e.g. `w2-nogc`.
+* `MODE-TUNING` — a local mode with one of the process tunings (pipelines/plans.py) left out, to
+  weigh it: `nogc` (CPython's collector thresholds), `thp` (the system's transparent huge pages),
+  e.g. `w2-nogc`.
 
     python -m bench.workers                                  # 100 MB each layout, w1 and w2, 3 runs
     python -m bench.workers --modes w1 w2 spawn2 beammp2 --runs 3
     python -m bench.workers --modes flink1 flink2 --runs 1
-    python -m bench.workers --modes w2 w2-nogc w2-thp w2-noviews w2-nobg --runs 5   # each tuning's weight
+    python -m bench.workers --modes w2 w2-nogc w2-thp --runs 5   # each tuning's weight
 """
 
 from __future__ import annotations
@@ -55,12 +54,7 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
     """One run in this (fresh) process: the job's wall seconds."""
     from footprint_audit.pipelines import reassess, workers
 
-    mode, _, left_out = mode.partition("-")
-    if left_out == "noviews":
-        reassess.LocalRunOptions = reassess.PipelineOptions
-    elif left_out == "nobg":
-        background = reassess.Background
-        reassess.Background = lambda fn: background(fn, fork=False)
+    mode = mode.partition("-")[0]  # a tuning left out is set in the environment (`_spawn`)
     extra: list[str] = []
     if mode == "w1" or mode == "flink1":
         extra = ["--workers", "1"]

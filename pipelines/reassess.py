@@ -25,7 +25,7 @@ Run on Dataflow::
 
 (A remote output is staged under `--output` too and published once the job succeeded:
 `pipelines.remote_output`. On the local runner the join and the writer spill to local disk:
-`transforms.spill_join`.)
+`pipelines.plans.LocalPlan`.)
 
 `--incremental` reads only the input files the output's manifest has not seen
 (by path, size and sha256; a file moved since it was read is not read again)
@@ -47,55 +47,45 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import math
 import os
 import shutil
 import sys
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.runners.runner import PipelineRunner
-from apache_beam.transforms.environments import ExternalEnvironment
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms import input_files as read_mod
-from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.join import JoinRecordingRuns, KeyLineEvents
 from footprint_audit.transforms.input_files import ReadInputFiles
 from footprint_audit.transforms.apply_readers import ApplyReaders
 from footprint_audit.transforms.reading_rows import READER_VERSION
 from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
 from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
-from footprint_audit.transforms.spill_counts import SpillLineRunRows
-from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
+from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.memory import leave_huge_pages_off
-from footprint_audit.transforms.write import WriteTables
 
 from . import incremental, output, version
 from . import manifest as manifest_mod
 from .cached_jars import cached_job_server, runner_of
 from .errors import OutputError, UsageError, failure_sentence
 from .inputs import check_inputs, display_name, expand_inputs, file_key
-from .background import Background
-from .listing import TOTAL_BYTES, ListInputs, SpreadFiles
+from .listing import ListInputs
 from .interrupts import held_interrupts, interrupted_exit, stop_on_interrupt
 from .options_check import FlagParser, OptionsError, check_beam_args
 from .output_target import OutputTarget, spill_folder
-from .workers import WorkerPool, default_workers
+from .plans import LocalPlan, Plan, runner_options, worker_count
+from .workers import WorkerPool
 
 __all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
 
-#: Input bytes per readings shard (more input → more output files, deterministically).
-BYTES_PER_SHARD = 256 << 20
-#: A table file is sorted in memory up to this many `--spill-partition-bytes` (256 MiB at the default).
-SORT_RUNS_PER_PARTITION = 4
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C or SIGTERM.
@@ -162,70 +152,33 @@ def build_pipeline(
     shards: int,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     progress: bool = True,
-    spread: bool = True,
     output: str | None = None,
-    spill: str | None = None,
-    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
     partition_by: str | None = None,
-    workers: int = 1,
     duplicates: dict[str, str] | None = None,
+    plan: Plan | None = None,
 ) -> None:
     """Wire the job: list → read → join → read calls → write (one story, labelled steps).
 
     `inputs`: the `--input` patterns (a file, a folder, a glob), listed on the workers
     (`pipelines.listing`): the graph holds the patterns, never the file list. `output`:
     the job's output folder, never read. `shards`: readings files (0: by the input's
-    size, worked out as the job runs). `spread`: hand the listed files out to the
-    workers (local runner: `listing.SpreadFiles`; else a reshuffle); the launcher always
-    does, one local worker too: the readings' and dead letters' file count, from the total
-    the listing gives, is then ready when the read stage starts, so their rows are batched there as they are made
-    (without it the local runner keeps every row of the stage and batches them in a stage
-    of their own afterwards). `spill`: a local folder for the join's spill files
-    (Beam's local runner: `transforms.spill_join`, memory bounded by `max_partition_bytes`),
-    the streams' run counts (`transforms.spill_counts`) and the writer's batches;
-    None joins with one `GroupByKey`, which Dataflow and Flink shuffle outside the process.
-    `partition_by`: a key of `schemas.tables.PARTITION_KEYS`, or None for flat tables.
-    `workers`: the local runner's worker processes, which the spread files are shared among.
-    `duplicates`: input paths left out for holding the same bytes as another input (path -> the name
-    of the one read; found by the launcher), each a `duplicate-file` dead letter.
+    size, worked out as the job runs). `partition_by`: a key of `schemas.tables.PARTITION_KEYS`,
+    or None for flat tables. `duplicates`: input paths left out for holding the same bytes as
+    another input (path -> the name of the one read; found by the launcher), each a
+    `duplicate-file` dead letter. `plan`: where the job runs (`pipelines.plans`: the spread,
+    the keyed join, the stream counts and the writer differ); default a distributed `Plan`.
     """
-    # --- listing on the workers ---
+    plan = plan or Plan()
     skip = frozenset(file_key(path) for path in duplicates or ())
     listing = p | "ListInputs" >> ListInputs(list(inputs), output, skip)
-    files = listing.files
-    if spread:  # local runner: in balanced shares of bytes (`SpreadFiles`); Flink, Dataflow: shuffled
-        listed = files | "SpreadFiles" >> (SpreadFiles(workers) if spill is not None else beam.Reshuffle())
-    else:
-        listed = files
-    # On the local runner (`spill` given) the readings' file count follows the total the listing step
-    # itself gives, so it is ready when the read stage starts (no stage of its own, which costs
-    # every worker a round trip), and the readings are batched there (one stage, in parallel)
-    # instead of waiting for it whole in the launcher. On Flink and Dataflow it is summed after the
-    # spread, as the graph's shuffles were sized for (a Flink cluster's default network buffers
-    # refused a graph that sized it before the spread, at parallelism 2).
-    if spill is not None:
-        shards_by_size = listing[TOTAL_BYTES] | "ReadingsShards" >> beam.Map(shards_for)
-    else:
-        shards_by_size = listed | "ReadingsShards" >> _ShardsBySize()
+    listed, shards_by_size = plan.spread(listing)
     readings_shards: Any = shards or shards_by_size
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
-    # --- end of listing ---
-    documents = read["documents"]
-    joined_docs = documents | "JoinRecordingRuns" >> JoinRecordingRuns()
+    joined_docs = read["documents"] | "JoinRecordingRuns" >> JoinRecordingRuns()
 
     keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
-    # --- the keyed join: spilled to local disk on the local runner ---
-    if spill is None:
-        join_stream: beam.PTransform = JoinLineEvents(keyed[join_mod.FACTS])
-    else:
-        join_stream = SpillJoinEventStream(keyed[join_mod.FACTS], spill, max_partition_bytes)
-    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> join_stream
-    # --- end of the keyed join ---
-    stream_counts = (read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS])
-    if spill is None:
-        stream_runs = stream_counts | "AllStreamCounts" >> beam.Flatten() | "LineRunRows" >> LineRunRows()
-    else:  # the local runner would hold every partial count in the launcher
-        stream_runs = stream_counts | "LineRunRows" >> SpillLineRunRows(os.path.join(spill, "counts"))
+    joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> plan.join_events(keyed[join_mod.FACTS])
+    stream_runs = plan.stream_runs((read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS]))
 
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
@@ -246,125 +199,16 @@ def build_pipeline(
     ) | "AllClaims" >> beam.Flatten()
     copies = claims | "RunCopiesToDrop" >> RunCopiesToDrop()
 
+    # The dead letters go one file per BYTES_PER_SHARD of input as the readings by default: each row's
+    # file is its bucket (of a fixed number) modulo that count.
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
     partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
-    write_spill = None if spill is None else os.path.join(spill, "tables")
-    # The dead letters, one file per BYTES_PER_SHARD of input as the readings by default: each row's file is its
-    # bucket (of a fixed number) modulo that count. On Flink and Dataflow they are batched by bucket where they
-    # are made (the read stage waits for no count) and merged into the files by the writer; on the local runner
-    # the count is ready before the read stage, so they are batched straight into their files (no second group).
-    # A table file whose rows take more than 4 × `max_partition_bytes` of memory (millions of dead letters
-    # from a small compressed file) is sorted in runs of that size on local disk and merged as it is written.
-    sort_run_bytes = SORT_RUNS_PER_PARTITION * max_partition_bytes
-    if spill is None:
-        write = WriteTables(staging, {"readings": readings_shards}, copies, write_spill, partitions,
-                            merged={"dead_letters": shards_by_size}, sort_run_bytes=sort_run_bytes)
-    else:
-        write = WriteTables(staging, {"readings": readings_shards, "dead_letters": shards_by_size}, copies,
-                            write_spill, partitions, bucketed={"dead_letters"}, sort_run_bytes=sort_run_bytes)
-    tables | "WriteTables" >> write
-
-
-def shards_for(total_bytes: int) -> int:
-    """The readings files of a job reading `total_bytes`: one per `BYTES_PER_SHARD`, 1 to 64."""
-    return max(1, min(64, math.ceil(total_bytes / BYTES_PER_SHARD)))
-
-
-class _ShardsBySize(beam.PTransform):
-    """Listed `(name, size)` files → one number: the readings files for their total size."""
-
-    def expand(self, files: beam.PCollection) -> beam.PCollection:
-        return (
-            files
-            | "Sizes" >> beam.Map(lambda item: item[1])
-            | "Total" >> beam.CombineGlobally(sum)
-            | "Shards" >> beam.Map(shards_for)
-        )
+    tables | "WriteTables" >> plan.write_tables(staging, readings_shards, shards_by_size, copies, partitions)
 
 
 def _recording_claims(rows: list[dict]) -> list:
     """A recording file's `runs` rows (one list) as claims on their runs (a run with no id claims nothing)."""
     return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
-
-
-_View = TypeVar("_View", bound=PipelineOptions)
-
-
-class LocalRunOptions(PipelineOptions):
-    """Beam's options for a local run, each view (`view_as`) made once and kept.
-
-    Beam takes views of a job's options a few hundred times while it builds and runs
-    it, and each new view builds an argument parser for its class and parses the flags
-    again. Every view of one options object shares its values (`view_as`'s documented
-    behaviour), so one view per class serves every ask, and a short job starts sooner.
-    Public API only (an override of `view_as`);
-    `tests/test_reassess_options.py` fails if Beam's views stop sharing their values.
-    Adds no option of its own.
-    """
-
-    def __init__(self, flags: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(flags, **kwargs)
-        object.__setattr__(self, "_views", {})  # PipelineOptions' own __setattr__ takes only options
-
-    def view_as(self, cls: type[_View]) -> _View:
-        view = self._views.get(cls)
-        if view is None:
-            view = self._views[cls] = super().view_as(cls)
-        return view
-
-    def __getstate__(self) -> dict:
-        state = dict(super().__getstate__())
-        state.pop("_views", None)  # views are made again where the options are read back
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        object.__setattr__(self, "_views", {})
-
-
-def _flag_given(beam_args: list[str], name: str) -> bool:
-    return any(a == name or a.startswith(name + "=") for a in beam_args)
-
-
-def _workers(workers: int | None, beam_args: list[str]) -> int:
-    """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
-    if workers is not None:
-        return workers
-    if _flag_given(beam_args, "--direct_num_workers"):  # parsed only when given (a parser costs ms)
-        asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
-        if asked is not None:
-            return asked or default_workers()
-    return default_workers()
-
-
-def _flink_workers(beam_args: list[str], workers: int) -> list[str]:
-    """Flink's flags for `workers`: its parallelism and the Python workers per TaskManager, unless given."""
-    extra = [f"--{name}={workers}" for name in ("parallelism", "sdk_worker_parallelism")
-             if not _flag_given(beam_args, f"--{name}")]
-    return [*beam_args, *extra]
-
-
-def _pipeline_options(
-    beam_args: list[str], workers: int | None = None, pool: str | None = None
-) -> tuple[PipelineOptions, PipelineRunner | None]:
-    """Beam's options and the runner to pin (None: the one `--runner` names).
-
-    `workers`: the job's worker count (default: `--direct_num_workers`, else 1); `pool`:
-    the worker pool (`pipelines.workers`) serving the local runner's workers when more than one.
-    """
-    options = PipelineOptions(beam_args)
-    runner = options.view_as(StandardOptions).runner
-    if runner is not None:
-        if workers and runner.lower().startswith("flink"):
-            options = PipelineOptions(_flink_workers(beam_args, workers))
-        return options, None
-    # Beam's local runner, pinned: DirectRunner would first try to fetch Prism.
-    workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
-    if pool is None or workers == 1:
-        return LocalRunOptions(beam_args), FnApiRunner()
-    # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
-    local = LocalRunOptions(beam_args, direct_num_workers=workers)
-    return local, FnApiRunner(default_environment=ExternalEnvironment(pool))
 
 
 def _say(sentence: str) -> None:
@@ -434,7 +278,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
-    workers = _workers(args.workers, beam_args)
+    workers = worker_count(args.workers, beam_args)
     named_runner = runner_of(beam_args)
     plan = None
     listed = None  # the launcher lists the inputs only for an increment, or for a local output's manifest
@@ -453,14 +297,11 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
         else:
             _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
-    # The manifest's sizes and hashes of a local output's inputs are worked out in a forked child
-    # beside the job (a core the launcher leaves idle while it builds the job), and the pool's
-    # workers are made, all before Beam starts a thread (pipelines.workers says why).
-    hashing = Background(lambda: _listed(args.input, target.out)) if listed is None and target.local else None
+    # The pool's workers are made before Beam starts a thread (pipelines.workers says why).
     pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
     spill = None
     try:
-        options, runner = _pipeline_options(beam_args, workers, pool.address if pool else None)
+        options, runner = runner_options(beam_args, workers, pool.address if pool else None)
         spill = None if named_runner else spill_folder(target)
         jobs = 0
 
@@ -471,20 +312,20 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             nonlocal jobs
             jobs += 1
             alone = again and pool is not None
-            opts, run_on = _pipeline_options(beam_args, 1, None) if alone else (options, runner)
+            opts, run_on = runner_options(beam_args, 1, None) if alone else (options, runner)
             pipeline = beam.Pipeline(runner=run_on, options=opts)
+            where = (Plan(args.spill_partition_bytes) if spill is None else
+                     LocalPlan(os.path.join(spill, f"job-{jobs}"), 1 if alone else workers, args.spill_partition_bytes))
             build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
-                           not args.no_progress, output=target.out,
-                           spill=None if spill is None else os.path.join(spill, f"job-{jobs}"),
-                           max_partition_bytes=args.spill_partition_bytes, partition_by=args.partition_by,
-                           workers=1 if alone else workers, duplicates=duplicates)
+                           not args.no_progress, output=target.out, partition_by=args.partition_by,
+                           duplicates=duplicates, plan=where)
             pipeline.run().wait_until_finish()
 
         duplicates: dict[str, str] = {}
         if plan is None:
             execute(list(args.input), target.staging)
             if target.local:  # the files the job read, for the manifest; two of the same bytes are read once
-                listed = hashing.result() if hashing is not None else _listed(args.input, target.out)
+                listed = _listed(args.input, target.out)
                 duplicates = manifest_mod.duplicates_of(listed.names, listed.sizes, listed.hashes)
             if duplicates:
                 assert listed is not None, "duplicates are found among the listed inputs"
@@ -535,8 +376,6 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         _say(f"the job failed{where} and nothing was published: {failure_sentence(exc)}")
         return 1
     finally:
-        if hashing is not None:
-            hashing.close()
         if pool is not None:
             pool.close()
         if spill is not None:

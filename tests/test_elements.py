@@ -11,6 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner
 from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.plans import runner_options
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
 from footprint_audit.transforms.call_types import Call
@@ -68,9 +69,9 @@ def test_sizes_are_estimated_from_what_the_element_holds_without_encoding_it():
 
 def test_the_job_gives_its_main_outputs_these_coders():
     beam_args = ["--direct_num_workers=1"]
-    options, runner = reassess._pipeline_options(beam_args)
+    options, runner = runner_options(beam_args)
     p = beam.Pipeline(runner=runner, options=options)
-    reassess.build_pipeline(p, ["a.json"], "/nonexistent", Declarations({}), 1, progress=False, spread=False)
+    reassess.build_pipeline(p, ["a.json"], "/nonexistent", Declarations({}), 1, progress=False)
     proto = p.to_runner_api()
     coders = {}
     for pc in proto.components.pcollections.values():

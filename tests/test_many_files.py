@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from helpers import reassess_cli
 from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.plans import runner_options
 from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import Declarations
 
@@ -43,9 +44,9 @@ def write_small_files(root: str, n: int) -> None:
 
 def definition_size(pattern: str, out: str) -> int:
     """The serialized size of the job's pipeline definition for `pattern` (built, not run)."""
-    options, runner = reassess._pipeline_options([])
+    options, runner = runner_options([])
     p = beam.Pipeline(runner=runner, options=options)
-    reassess.build_pipeline(p, [pattern], new_staging(out), Declarations({}), 0, progress=False, spread=True,
+    reassess.build_pipeline(p, [pattern], new_staging(out), Declarations({}), 0, progress=False,
                             output=out)
     return len(p.to_runner_api().SerializeToString())
 

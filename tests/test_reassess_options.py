@@ -1,17 +1,17 @@
-"""`pipelines.reassess`'s launch settings: which runner, whether files are spread, Beam's type check,
+"""The batch job's launch settings (`pipelines.plans`): which runner, whether files are spread, Beam's type check,
 and the job's counters (added up per bundle) against the tables it wrote."""
 
 from __future__ import annotations
 
-import pickle
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import DirectOptions, GoogleCloudOptions, StandardOptions, TypeOptions
+from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from helpers import EXAMPLES, load_table
 from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.plans import LocalPlan, runner_options
 from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 
@@ -31,11 +31,11 @@ class _Labels(beam.pipeline.PipelineVisitor):
 
 def test_the_local_runner_with_one_worker_spreads_files_and_type_checks_as_beam_does():
     # spread with one worker too: the read stage then batches the rows it makes (the file count is summed before it)
-    options, runner = reassess._pipeline_options(["--direct_num_workers=1"])
+    options, runner = runner_options(["--direct_num_workers=1"])
     assert isinstance(runner, FnApiRunner)
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, ["a.json"], "/nonexistent", load_declarations(str(EXAMPLES / "declarations.json")), 0,
-                            progress=False, output="/nonexistent-out", spill="/nonexistent-spill")
+                            progress=False, output="/nonexistent-out", plan=LocalPlan("/nonexistent-spill"))
     labels = set()
     p.visit(_Labels(labels))
     assert "SpreadFiles" in labels
@@ -43,37 +43,19 @@ def test_the_local_runner_with_one_worker_spreads_files_and_type_checks_as_beam_
     assert options.view_as(TypeOptions).pipeline_type_check is True
 
 
-def test_the_local_run_makes_each_view_of_its_options_once():
-    options, _runner = reassess._pipeline_options(["--direct_num_workers=1", "--job_name=j1"])
-    assert isinstance(options, reassess.LocalRunOptions)
-    direct = options.view_as(DirectOptions)
-    assert options.view_as(DirectOptions) is direct
-    assert options.view_as(StandardOptions).runner is None
-    # Views share one set of values, whichever view sets one.
-    direct.direct_num_workers = 3
-    assert options.view_as(DirectOptions).direct_num_workers == 3
-    assert options.get_all_options()["direct_num_workers"] == 3
-    options.view_as(GoogleCloudOptions).job_name = "j2"
-    assert options.get_all_options()["job_name"] == "j2"
-    back = pickle.loads(pickle.dumps(options))
-    assert back.view_as(DirectOptions) is back.view_as(DirectOptions)
-    assert back.get_all_options() == options.get_all_options()
-    assert back.view_as(GoogleCloudOptions).job_name == "j2"
-
-
 def test_several_local_workers_get_the_files_spread():
-    options, runner = reassess._pipeline_options(["--direct_num_workers=2"])
+    options, runner = runner_options(["--direct_num_workers=2"])
     assert isinstance(runner, FnApiRunner)
     assert options.view_as(DirectOptions).direct_num_workers == 2
 
 
 def test_the_type_check_can_be_turned_off_with_beams_own_flag():
-    options, _runner = reassess._pipeline_options(["--no_pipeline_type_check"])
+    options, _runner = runner_options(["--no_pipeline_type_check"])
     assert options.view_as(TypeOptions).pipeline_type_check is False
 
 
 def test_a_named_runner_is_not_pinned_and_its_flags_are_kept_as_given():
-    options, runner = reassess._pipeline_options(["--runner=FlinkRunner", "--flink_master=[local]"])
+    options, runner = runner_options(["--runner=FlinkRunner", "--flink_master=[local]"])
     assert runner is None
     assert options.get_all_options()["flink_master"] == "[local]"
     assert options.view_as(TypeOptions).pipeline_type_check is True
@@ -86,7 +68,7 @@ def _counter(result, namespace: str, name: str) -> int:
 
 def test_the_counters_match_the_tables(tmp_path):
     files = sorted(str(p) for p in (EXAMPLES / "recordings").rglob("*") if p.is_file())
-    options, runner = reassess._pipeline_options([])
+    options, runner = runner_options([])
     staging = new_staging(str(tmp_path))
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, files, staging, load_declarations(str(EXAMPLES / "declarations.json")), 1,

@@ -15,6 +15,7 @@ import apache_beam as beam
 
 from helpers import EXAMPLES
 from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.plans import LocalPlan, Plan, runner_options
 from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
@@ -31,11 +32,12 @@ def table_bytes(folder: str | os.PathLike) -> dict[str, bytes]:
 
 def run_built(tmp: Path, name: str, spill: str | None, max_partition_bytes: int = 64 << 20) -> dict[str, bytes]:
     """Build and run the job with the GroupByKey join (`spill` None) or the spill join; its staged tables."""
-    options, runner = reassess._pipeline_options([])
+    options, runner = runner_options([])
     staging = new_staging(str(tmp / name))
     p = beam.Pipeline(runner=runner, options=options)
     reassess.build_pipeline(p, [GLOB], staging, load_declarations(DECL), 0, progress=False,
-                            output=str(tmp / name), spill=spill, max_partition_bytes=max_partition_bytes)
+                            output=str(tmp / name),
+                            plan=Plan(max_partition_bytes) if spill is None else LocalPlan(spill, 1, max_partition_bytes))
     p.run().wait_until_finish()
     return table_bytes(staging)
 

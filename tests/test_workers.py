@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from helpers import ROOT
-from footprint_audit.pipelines import reassess, workers
+from footprint_audit.pipelines import plans, reassess, workers
 
 DECL = "examples/declarations.json"
 TABLES = ("readings", "dead_letters", "runs")
@@ -131,28 +131,28 @@ def test_a_child_whose_parent_died_before_it_asked_to_die_with_it_ends_there():
 
 def test_the_worker_count_comes_from_the_flag_then_beams_then_the_default(monkeypatch):
     monkeypatch.setenv(workers.WORKERS_ENV, "3")
-    assert reassess._workers(2, ["--direct_num_workers=4"]) == 2
-    assert reassess._workers(None, ["--direct_num_workers=4"]) == 4
-    assert reassess._workers(None, []) == 3
+    assert plans.worker_count(2, ["--direct_num_workers=4"]) == 2
+    assert plans.worker_count(None, ["--direct_num_workers=4"]) == 4
+    assert plans.worker_count(None, []) == 3
     monkeypatch.delenv(workers.WORKERS_ENV)
-    assert reassess._workers(None, []) == workers.cores()
+    assert plans.worker_count(None, []) == workers.cores()
 
 
 def test_several_local_workers_run_in_the_pool_and_get_the_files_spread():
     from apache_beam.options.pipeline_options import DirectOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    options, runner = reassess._pipeline_options([], 2, "127.0.0.1:1234")
+    options, runner = plans.runner_options([], 2, "127.0.0.1:1234")
     assert isinstance(runner, FnApiRunner)
     assert options.view_as(DirectOptions).direct_num_workers == 2
 
 
 def test_on_flink_workers_set_the_parallelism_unless_given():
-    options, runner = reassess._pipeline_options(["--runner=FlinkRunner"], 2)
+    options, runner = plans.runner_options(["--runner=FlinkRunner"], 2)
     assert runner is None
     assert options.get_all_options()["parallelism"] == 2
     assert int(options.get_all_options()["sdk_worker_parallelism"]) == 2
-    options, _ = reassess._pipeline_options(["--runner=FlinkRunner", "--parallelism=1"], 2)
+    options, _ = plans.runner_options(["--runner=FlinkRunner", "--parallelism=1"], 2)
     assert options.get_all_options()["parallelism"] == 1
 
 
