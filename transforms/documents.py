@@ -26,7 +26,7 @@ from footprint_audit.schemas.events import (
     SourceFile,
 )
 
-from .byte_streams import SourceError, _document_too_large_detail, decompress
+from .byte_streams import SourceError, decompress, document_too_large_detail
 from .envelopes import (
     DEFAULT_MAX_EVENT_BYTES,
     MAX_EVENT_DEPTH,
@@ -289,7 +289,7 @@ def read_document(
     except SourceError as exc:
         return _file_failure(source_file, exc.reason, exc.detail, data)
     if len(data) > max_event_bytes:
-        return _file_failure(source_file, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
+        return _file_failure(source_file, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
     return _parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 

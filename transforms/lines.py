@@ -19,7 +19,7 @@ from footprint_audit.schemas.events import (
     Event,
 )
 
-from .byte_streams import _READ_ERRORS
+from .byte_streams import READ_ERRORS
 from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, _event_from_bytes, _too_large
 from .sniff import UTF8_BOM
 
@@ -172,7 +172,7 @@ def iter_lines(
     items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
     try:
         yield from items(source_file, counter, max_event_bytes)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         detail = f"The file could not be read past line {counter.next_number} ({type(exc).__name__}: {exc})."
         yield DeadLetter(source_file, counter.next_number, None, REASON_UNREADABLE, detail, b"")
 

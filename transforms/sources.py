@@ -34,10 +34,10 @@ from footprint_audit.schemas.events import (
 from .byte_streams import (
     GZIP_MAGIC,
     ZSTD_MAGIC,
-    _READ_ERRORS,
-    _Prepended,
-    _decompressing,
-    _document_too_large_detail,
+    READ_ERRORS,
+    Prepended,
+    decompressing,
+    document_too_large_detail,
     open_stream,
 )
 from .documents import _file_failure, _parse_document, group_by_run
@@ -91,14 +91,14 @@ def open_source(
         if local is None:
             stream = open_stream(path)
         else:
-            stream = _decompressing(io.BytesIO(whole) if whole is not None else local)
+            stream = decompressing(io.BytesIO(whole) if whole is not None else local)
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         if local is not None and not isinstance(local, bytes):  # an open file, not bytes read whole
             local.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
         head, taken = _head(stream)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         stream.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     fmt = _sniffed(path, head)
@@ -106,13 +106,13 @@ def open_source(
         stream.close()
         return fmt
     if fmt in LINE_FORMATS:
-        rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20) if taken else stream
+        rest = io.BufferedReader(Prepended(head, stream), buffer_size=1 << 20) if taken else stream
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
         # At most one byte past the cap is read: a document that inflates to gigabytes is never held.
         # A head taken from the stream may already pass a cap below `HEAD_BYTES`: then nothing more is read.
         data = head + stream.read(max(0, max_event_bytes + 1 - len(head))) if taken else stream.read(max_event_bytes + 1)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         stream.close()
         return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     if len(data) > max_event_bytes:
@@ -128,10 +128,10 @@ def _capped_document(
     `stream` the rest. JSON Lines after all when its first line is an event (then streamed on, line by
     line), else a `too-large` dead letter."""
     if _first_line_is_event(data):
-        rest = io.BufferedReader(_Prepended(data, stream), buffer_size=1 << 20)
+        rest = io.BufferedReader(Prepended(data, stream), buffer_size=1 << 20)
         return FORMAT_EVENT_STREAM, _closing(rest, _line_items(path, rest, FORMAT_EVENT_STREAM, max_event_bytes))
     stream.close()
-    return _file_failure(path, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
+    return _file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
 
 
 #: Local files up to this size are read whole, in one call (no stream buffer, one copy).
