@@ -44,7 +44,7 @@ from .envelopes import (
     _too_large,
     check_envelope,
 )
-from .sniff import _strip_bom
+from .sniff import strip_bom
 
 __all__ = [
     "ENVELOPE_FORMAT_V1",
@@ -247,7 +247,7 @@ def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", 
 
 def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
     """`read_document` on bytes that are already decompressed."""
-    text = _strip_bom(data)
+    text = strip_bom(data)
     if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
         return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:

@@ -43,7 +43,7 @@ from .byte_streams import (
 from .documents import _file_failure, _parse_document, group_by_run
 from .envelopes import DEFAULT_MAX_EVENT_BYTES
 from .lines import LINE_FORMATS, iter_lines
-from .sniff import HEAD_BYTES, _is_event_shaped_line, _strip_bom, sniff_format
+from .sniff import HEAD_BYTES, is_event_shaped_line, sniff_format, strip_bom
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -52,10 +52,10 @@ __all__ = [
 ]
 
 def _first_line_is_event(data: bytes) -> bool:
-    text = _strip_bom(data).lstrip()
+    text = strip_bom(data).lstrip()
     end = text.find(b"\n")
     first = (text if end < 0 else text[:end]).strip()
-    return first.startswith(b"{") and _is_event_shaped_line(first)
+    return first.startswith(b"{") and is_event_shaped_line(first)
 
 
 def open_source(
@@ -197,7 +197,7 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
 
 def _sniffed(path: str, head: bytes) -> str | None | SourceFile:
     """The file's format as `sniff_format` tells it from its head; a failed `SourceFile` when it is blank."""
-    if len(head) < HEAD_BYTES and not _strip_bom(head).strip():
+    if len(head) < HEAD_BYTES and not strip_bom(head).strip():
         return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
     return sniff_format(head, path)
 
