@@ -49,7 +49,9 @@ from .sniff import strip_bom
 __all__ = [
     "ENVELOPE_FORMAT_V1",
     "REDACTION_RECORDER_ID",
+    "file_failure",
     "group_by_run",
+    "parse_document",
     "read_document",
     "served_under_policy",
 ]
@@ -240,24 +242,25 @@ def _apply_document(source: SourceFile, document: _Document) -> SourceFile:
     return source
 
 
-def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+def file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+    """A `SourceFile` with no runs and one file-level dead letter (`event_index` None)."""
     letter = DeadLetter(source_file, None, None, reason, detail, raw[:RAW_KEEP_BYTES])
     return SourceFile(source_file, fmt, dead_letters=[letter])
 
 
-def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
+def parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
     """`read_document` on bytes that are already decompressed."""
     text = strip_bom(data)
     if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
-        return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
+        return file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
         doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
     except JSONError as exc:
-        return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
+        return file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
     try:
         document = _classify(doc)
     except SourceError as exc:
-        return _file_failure(source_file, exc.reason, exc.detail, data)
+        return file_failure(source_file, exc.reason, exc.detail, data)
     # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
     checked = len(text) <= max_event_bytes and _writes_whole(doc)
     depth = _depth_over(document.snapshot) if not checked and _maybe_too_deep(text) else None
@@ -266,7 +269,7 @@ def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_sa
             f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
             f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
         )
-        return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
+        return file_failure(source_file, REASON_TOO_LARGE, detail, data)
     items = _document_items(source_file, document, max_event_bytes, len(text), checked)
     source = group_by_run(source_file, document.format, items)
     return _apply_document(source, document)
@@ -287,10 +290,10 @@ def read_document(
     try:
         data = decompress(data, source_file, max_event_bytes)
     except SourceError as exc:
-        return _file_failure(source_file, exc.reason, exc.detail, data)
+        return file_failure(source_file, exc.reason, exc.detail, data)
     if len(data) > max_event_bytes:
-        return _file_failure(source_file, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
-    return _parse_document(source_file, data, max_event_bytes, utf8_safe)
+        return file_failure(source_file, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
+    return parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 
 def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | DeadLetter]) -> SourceFile:

@@ -40,7 +40,7 @@ from .byte_streams import (
     document_too_large_detail,
     open_stream,
 )
-from .documents import _file_failure, _parse_document, group_by_run
+from .documents import file_failure, group_by_run, parse_document
 from .envelopes import DEFAULT_MAX_EVENT_BYTES
 from .lines import LINE_FORMATS, iter_lines
 from .sniff import HEAD_BYTES, is_event_shaped_line, sniff_format, strip_bom
@@ -95,12 +95,12 @@ def open_source(
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         if local is not None and not isinstance(local, bytes):  # an open file, not bytes read whole
             local.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
         head, taken = _head(stream)
     except READ_ERRORS as exc:
         stream.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     fmt = _sniffed(path, head)
     if isinstance(fmt, SourceFile):
         stream.close()
@@ -114,7 +114,7 @@ def open_source(
         data = head + stream.read(max(0, max_event_bytes + 1 - len(head))) if taken else stream.read(max_event_bytes + 1)
     except READ_ERRORS as exc:
         stream.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     if len(data) > max_event_bytes:
         return _capped_document(path, data, stream, max_event_bytes)
     stream.close()
@@ -131,7 +131,7 @@ def _capped_document(
         rest = io.BufferedReader(Prepended(data, stream), buffer_size=1 << 20)
         return FORMAT_EVENT_STREAM, _closing(rest, _line_items(path, rest, FORMAT_EVENT_STREAM, max_event_bytes))
     stream.close()
-    return _file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
+    return file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
 
 
 #: Local files up to this size are read whole, in one call (no stream buffer, one copy).
@@ -154,7 +154,7 @@ def _not_regular(path: str, name: str, mode: int) -> SourceFile:
                   "(name the folder as an --input of its own to read it).")
     else:
         detail = f"The input is {kind}, not a regular file; it was not read."
-    return _file_failure(name, REASON_UNREADABLE, detail)
+    return file_failure(name, REASON_UNREADABLE, detail)
 
 
 def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
@@ -174,7 +174,7 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
                 return _not_regular(path, name, os.stat(path).st_mode)
             except OSError:
                 pass
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -187,24 +187,24 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
         f = open(fd, "rb", buffering=0)
     except OSError as exc:
         os.close(fd)
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
     try:
         with f:
             return f.readall()
     except OSError as exc:
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc.strerror}).")
 
 
 def _sniffed(path: str, head: bytes) -> str | None | SourceFile:
     """The file's format as `sniff_format` tells it from its head; a failed `SourceFile` when it is blank."""
     if len(head) < HEAD_BYTES and not strip_bom(head).strip():
-        return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
+        return file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
     return sniff_format(head, path)
 
 
 def _document_source(path: str, data: bytes, max_event_bytes: int) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
     """A whole document's `SourceFile`, or JSON Lines after all (a first line longer than the sniffed head)."""
-    source = _parse_document(path, data, max_event_bytes, utf8_safe=True)
+    source = parse_document(path, data, max_event_bytes, utf8_safe=True)
     if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
         lines = io.BytesIO(data)
         return FORMAT_EVENT_STREAM, _line_items(path, lines, FORMAT_EVENT_STREAM, max_event_bytes)
