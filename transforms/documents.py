@@ -31,18 +31,18 @@ from .envelopes import (
     DEFAULT_MAX_EVENT_BYTES,
     MAX_EVENT_DEPTH,
     RAW_KEEP_BYTES,
-    _a,
-    _depth_over,
-    _dump,
-    _js_kind,
-    _maybe_too_deep,
-    _not_json_detail,
-    _own_or_hint,
-    _parse_utf8_safe,
-    _plain_event,
-    _too_deep,
-    _too_large,
     check_envelope,
+    depth_over,
+    dump,
+    js_kind,
+    maybe_too_deep,
+    not_json_detail,
+    own_or_hint,
+    parse_utf8_safe,
+    plain_event,
+    too_deep,
+    too_large,
+    with_article,
 )
 from .sniff import strip_bom
 
@@ -91,7 +91,7 @@ def _events_of(holder: dict, what: str) -> list:
     if events is None:
         return []
     if type(events) is not list:
-        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {_a(_js_kind(events))}, not an array.")
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {with_article(js_kind(events))}, not an array.")
     return events
 
 
@@ -146,7 +146,7 @@ def _classify(doc: Any) -> _Document:
             "The file is a JSON array, but none of its elements looks like an event envelope {type, payload, meta}.",
         )
     if type(doc) is not dict:
-        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {_js_kind(doc)}, not a recording or an event list.")
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {js_kind(doc)}, not a recording or an event list.")
     declared = doc.get("format")
     if declared == ENVELOPE_FORMAT_V1:
         return _envelope(doc)
@@ -204,7 +204,7 @@ def _document_items(
             checked = True
     if checked:
         for index, element in enumerate(events):
-            ev = _plain_event(element, index)
+            ev = plain_event(element, index)
             if ev is None:
                 where = f"Event {index} of the event list"
                 yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
@@ -216,13 +216,13 @@ def _document_items(
         try:
             raw = orjson.dumps(element)
         except TypeError:  # orjson.JSONEncodeError: nested deeper than orjson writes
-            depth = _depth_over(element)
+            depth = depth_over(element)
             if depth is not None:
-                yield _too_deep(source_file, index, where, depth, b"", _own_or_hint(element, document.run_id))
+                yield too_deep(source_file, index, where, depth, b"", own_or_hint(element, document.run_id))
                 continue
-            raw = _dump(element)
+            raw = dump(element)
         if len(raw) > max_event_bytes:
-            yield _too_large(source_file, index, where, len(raw), max_event_bytes, raw, _own_or_hint(element, document.run_id))
+            yield too_large(source_file, index, where, len(raw), max_event_bytes, raw, own_or_hint(element, document.run_id))
             continue
         yield check_envelope(element, index, source_file, raw, where=where, run_hint=document.run_id)
 
@@ -254,16 +254,16 @@ def parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_saf
     if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
         return file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
-        doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
+        doc = parse_utf8_safe(text) if utf8_safe else parse_json(text)
     except JSONError as exc:
-        return file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
+        return file_failure(source_file, REASON_NOT_JSON, not_json_detail("The file", text, exc), data)
     try:
         document = _classify(doc)
     except SourceError as exc:
         return file_failure(source_file, exc.reason, exc.detail, data)
     # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
     checked = len(text) <= max_event_bytes and _writes_whole(doc)
-    depth = _depth_over(document.snapshot) if not checked and _maybe_too_deep(text) else None
+    depth = depth_over(document.snapshot) if not checked and maybe_too_deep(text) else None
     if depth is not None:
         detail = (
             f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
