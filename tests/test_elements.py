@@ -82,7 +82,7 @@ def test_the_job_gives_its_main_outputs_these_coders():
         return coders[name]
     assert coder_of("ReadEachFile/ParDo(_ReadFileFn).None").endswith(b"SourceFileCoder")
     assert coder_of("JoinEachRun/ParDo(_JoinDocumentFn).None").endswith(b"CallGroupCoder")
-    assert coder_of("JoinCall/ParDo(_JoinCallFn).None").endswith(b"CallGroupCoder")
+    assert coder_of("JoinCall/ParDo(JoinCallFn).None").endswith(b"CallGroupCoder")
     assert coder_of("ApplyReaders/ReadEachCall.None").endswith(b"ReadingRowsCoder")
     assert coder_of("ApplyReadersToLineCalls/ReadEachCall.None").endswith(b"ReadingRowsCoder")
 

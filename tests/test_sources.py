@@ -709,8 +709,8 @@ def test_json_lines_accounting_property(lines):
 @pytest.mark.parametrize("packing", ["plain", "gzip", "zstd"])
 @pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
 def test_a_stream_reads_the_same_peeked_or_not(packing, size):
-    """`_decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
-    from footprint_audit.transforms.byte_streams import _decompressing
+    """`decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
+    from footprint_audit.transforms.byte_streams import decompressing
     from footprint_audit.transforms.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
@@ -728,7 +728,7 @@ def test_a_stream_reads_the_same_peeked_or_not(packing, size):
 
     outs = []
     for raw in (io.BufferedReader(io.BytesIO(packed), buffer_size=1 << 20), Unbuffered(packed)):
-        stream = _decompressing(raw)
+        stream = decompressing(raw)
         head, taken = _head(stream)
         rest = stream.read()
         outs.append(head + rest if taken else rest)

@@ -18,8 +18,12 @@ import zstandard
 from footprint_audit.schemas.events import REASON_TOO_LARGE, REASON_UNREADABLE
 
 __all__ = [
+    "READ_ERRORS",
+    "Prepended",
     "SourceError",
     "decompress",
+    "decompressing",
+    "document_too_large_detail",
     "open_stream",
 ]
 
@@ -28,7 +32,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 #: What a broken compressed stream raises while it is read.
-_READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
 
 class SourceError(Exception):
     """A whole file cannot be read; `reason` is a dead-letter reason word."""
@@ -62,7 +66,7 @@ def decompress(data: bytes, name: str, limit: int | None = None) -> bytes:
     else:
         return data
     if limit is not None and len(out) > limit:
-        raise SourceError(REASON_TOO_LARGE, _document_too_large_detail(limit))
+        raise SourceError(REASON_TOO_LARGE, document_too_large_detail(limit))
     return out
 
 
@@ -79,14 +83,15 @@ def _read_at_most(stream: Any, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _document_too_large_detail(limit: int) -> str:
+def document_too_large_detail(limit: int) -> str:
+    """The dead-letter detail of a JSON document that inflates to more than `limit` bytes."""
     return (
         f"The file is one JSON document of more than {limit} bytes (decompressed), over the "
         "--max-event-bytes limit for a document read whole; it was not read."
     )
 
 
-class _Prepended(io.RawIOBase):
+class Prepended(io.RawIOBase):
     """A raw stream that serves `prefix` first, then the rest of `inner`."""
 
     def __init__(self, prefix: bytes, inner: Any, also_close: Any = None) -> None:
@@ -126,7 +131,7 @@ class _Prepended(io.RawIOBase):
             super().close()
 
 
-def _decompressing(raw: Any) -> BinaryIO:
+def decompressing(raw: Any) -> BinaryIO:
     """Wrap an open binary stream so that it reads decompressed bytes (sniffed by magic).
 
     A buffered stream is peeked at: its magic is looked at, not taken, and a plain
@@ -138,10 +143,10 @@ def _decompressing(raw: Any) -> BinaryIO:
         stream = raw
     else:
         magic = raw.read(4)
-        stream = io.BufferedReader(_Prepended(magic, raw), buffer_size=1 << 20)
+        stream = io.BufferedReader(Prepended(magic, raw), buffer_size=1 << 20)
     if magic.startswith(GZIP_MAGIC):
         gz = gzip.GzipFile(fileobj=stream, mode="rb")  # does not close `stream` itself
-        return io.BufferedReader(_Prepended(b"", gz, also_close=stream), buffer_size=1 << 20)  # type: ignore[return-value]
+        return io.BufferedReader(Prepended(b"", gz, also_close=stream), buffer_size=1 << 20)  # type: ignore[return-value]
     if magic.startswith(ZSTD_MAGIC):
         reader = zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True, closefd=True)
         return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
@@ -165,7 +170,7 @@ def open_stream(path: str) -> BinaryIO:
     else:
         raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     try:
-        return _decompressing(raw)
+        return decompressing(raw)
     except BaseException:
         raw.close()
         raise

@@ -20,7 +20,9 @@ __all__ = [
     "Call",
     "JoinedRun",
     "RunFacts",
+    "int_or_none",
     "is_placeholder",
+    "str_or_none",
 ]
 
 DOOR_EVENTS = "events"
@@ -116,7 +118,8 @@ class JoinedRun:
     dead_letters: list[DeadLetter]
 
 
-def _int_or_none(v: Any) -> int | None:
+def int_or_none(v: Any) -> int | None:
+    """`v` as an int when it is a whole number that fits 32 bits signed (an integral float too), else None."""
     if type(v) is int:
         return v if -(2**31) <= v < 2**31 else None
     if type(v) is float and v.is_integer() and -(2**31) <= v < 2**31:
@@ -124,5 +127,6 @@ def _int_or_none(v: Any) -> int | None:
     return None
 
 
-def _str_or_none(v: Any) -> str | None:
+def str_or_none(v: Any) -> str | None:
+    """`v` when it is a string (the empty string too), else None."""
     return v if type(v) is str else None

@@ -47,9 +47,9 @@ from footprint_audit.schemas.events import (
     RunInput,
 )
 
-from .call_types import Call, JoinedRun, RunFacts, _int_or_none, _str_or_none
-from .committed_state import _history_names, committed_state_calls
-from .outcome import _Decisions, _outcome
+from .call_types import Call, JoinedRun, RunFacts, int_or_none, str_or_none
+from .committed_state import committed_state_calls, history_tool_names
+from .outcome import Decisions, outcome
 
 __all__ = [
     "join_run",
@@ -81,8 +81,8 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
         t = ev.type
         if t == PAUSE_RESUME:
             if not has_resume:
-                resume_tool = _str_or_none(ev.payload.get("toolName"))
-                resume_call_id = _str_or_none(ev.payload.get("toolCallId"))
+                resume_tool = str_or_none(ev.payload.get("toolName"))
+                resume_call_id = str_or_none(ev.payload.get("toolCallId"))
             has_resume = True
         elif t == TURN_START:
             has_turn_start = True
@@ -144,14 +144,14 @@ def _build_call(
     described: Any = UNDEFINED
     tool_name = first_decl = first_sem = None
     iteration = None
-    seen = _Decisions()
+    seen = Decisions()
     for f, ev in items:
         t = ev.type
         if t == TOOL_START:
             if start is None:
                 start = ev
             if tool_name is None:  # the first `tool_start` with a string `toolName`
-                tool_name = _str_or_none(ev.payload.get("toolName"))
+                tool_name = str_or_none(ev.payload.get("toolName"))
         elif t == TOOL_END:
             end = ev
             end_file = f
@@ -163,12 +163,12 @@ def _build_call(
                 else:
                     bounded = True
                 if first_decl is None:
-                    first_decl = _str_or_none(p.get("toolName"))
+                    first_decl = str_or_none(p.get("toolName"))
             elif t == TOOLS_SEMANTICS:
                 if described is UNDEFINED:
                     described = p.get("semantics", UNDEFINED)
                 if first_sem is None:
-                    first_sem = _str_or_none(p.get("toolName"))
+                    first_sem = str_or_none(p.get("toolName"))
             if iteration is None:
                 iteration = p.get("iteration", None)
         elif t == CHECKIN_DECISION:
@@ -182,7 +182,7 @@ def _build_call(
                     seen.before_deny = True
                 elif moment == "after-tool" and not seen.after_seen:
                     seen.after_seen = True
-                    seen.after_deny = _str_or_none(p.get("middleware"))
+                    seen.after_deny = str_or_none(p.get("middleware"))
         elif t == PERMISSION_CHECK:
             if ev.payload.get("result") in ("deny", "halt"):
                 seen.denials.append((f, ev))
@@ -203,14 +203,14 @@ def _build_call(
         end=end,
         end_file=end_file,
         tool_name=tool_name,
-        iteration=_int_or_none(iteration),
+        iteration=int_or_none(iteration),
         door_absent=absent,
         door_bounded=bounded,
         described=described,
         event_index=end.index if end is not None else None,
         served_under_policy=served,
     )
-    call.outcome, call.withheld_by = _outcome(call, facts, seen)
+    call.outcome, call.withheld_by = outcome(call, facts, seen)
     if call.outcome != "ran":
         call.withheld_by = None
     return call
@@ -312,7 +312,7 @@ def join_run(run: RunInput) -> JoinedRun:
         else:
             dead.append(dead_letter_of(source, ev, *kind))
     facts = run_facts_from(fact_items, run.snapshot)
-    names = _history_names(run.snapshot)
+    names = history_tool_names(run.snapshot)
     join = _join_sorted if in_order else join_call_events
     calls: list[Call] = []
     used = 0

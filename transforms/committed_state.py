@@ -13,10 +13,11 @@ from footprint_audit.readers import UNDEFINED
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import RunInput
 
-from .call_types import DOOR_COMMITTED, DOOR_VALUE, Call, _int_or_none, _str_or_none, is_placeholder
+from .call_types import DOOR_COMMITTED, DOOR_VALUE, Call, int_or_none, is_placeholder, str_or_none
 
 __all__ = [
     "committed_state_calls",
+    "history_tool_names",
     "tool_bytes_of",
 ]
 
@@ -42,7 +43,8 @@ def _history_messages(snapshot: dict | None) -> list[dict]:
     return out
 
 
-def _history_names(snapshot: dict | None) -> dict[str, str]:
+def history_tool_names(snapshot: dict | None) -> dict[str, str]:
+    """Tool call id → tool name, from the tool messages of the snapshot's `history` (`sharedState` first; first name wins)."""
     names: dict[str, str] = {}
     if type(snapshot) is not dict:
         return names
@@ -107,7 +109,7 @@ def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]
             }
         iteration = None
         for r in rows:
-            iteration = _int_or_none(r.get("iteration"))
+            iteration = int_or_none(r.get("iteration"))
             if iteration is not None:
                 break
         calls.append(
@@ -117,7 +119,7 @@ def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]
                 occurrence=1,
                 source_file=run.source_file,
                 session_id=run.session_id,
-                tool_name=_str_or_none(msg.get("toolName")),
+                tool_name=str_or_none(msg.get("toolName")),
                 iteration=iteration,
                 outcome="ran",
                 door_from=DOOR_COMMITTED if rows else DOOR_VALUE,

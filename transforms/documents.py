@@ -26,30 +26,32 @@ from footprint_audit.schemas.events import (
     SourceFile,
 )
 
-from .byte_streams import SourceError, _document_too_large_detail, decompress
+from .byte_streams import SourceError, decompress, document_too_large_detail
 from .envelopes import (
     DEFAULT_MAX_EVENT_BYTES,
     MAX_EVENT_DEPTH,
     RAW_KEEP_BYTES,
-    _a,
-    _depth_over,
-    _dump,
-    _js_kind,
-    _maybe_too_deep,
-    _not_json_detail,
-    _own_or_hint,
-    _parse_utf8_safe,
-    _plain_event,
-    _too_deep,
-    _too_large,
     check_envelope,
+    depth_over,
+    dump,
+    js_kind,
+    maybe_too_deep,
+    not_json_detail,
+    own_or_hint,
+    parse_utf8_safe,
+    plain_event,
+    too_deep,
+    too_large,
+    with_article,
 )
-from .sniff import _strip_bom
+from .sniff import strip_bom
 
 __all__ = [
     "ENVELOPE_FORMAT_V1",
     "REDACTION_RECORDER_ID",
+    "file_failure",
     "group_by_run",
+    "parse_document",
     "read_document",
     "served_under_policy",
 ]
@@ -89,7 +91,7 @@ def _events_of(holder: dict, what: str) -> list:
     if events is None:
         return []
     if type(events) is not list:
-        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {_a(_js_kind(events))}, not an array.")
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The {what}'s `events` is {with_article(js_kind(events))}, not an array.")
     return events
 
 
@@ -144,7 +146,7 @@ def _classify(doc: Any) -> _Document:
             "The file is a JSON array, but none of its elements looks like an event envelope {type, payload, meta}.",
         )
     if type(doc) is not dict:
-        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {_js_kind(doc)}, not a recording or an event list.")
+        raise SourceError(REASON_UNKNOWN_FORMAT, f"The file is a JSON {js_kind(doc)}, not a recording or an event list.")
     declared = doc.get("format")
     if declared == ENVELOPE_FORMAT_V1:
         return _envelope(doc)
@@ -202,7 +204,7 @@ def _document_items(
             checked = True
     if checked:
         for index, element in enumerate(events):
-            ev = _plain_event(element, index)
+            ev = plain_event(element, index)
             if ev is None:
                 where = f"Event {index} of the event list"
                 yield check_envelope(element, index, source_file, None, where=where, run_hint=document.run_id)
@@ -214,13 +216,13 @@ def _document_items(
         try:
             raw = orjson.dumps(element)
         except TypeError:  # orjson.JSONEncodeError: nested deeper than orjson writes
-            depth = _depth_over(element)
+            depth = depth_over(element)
             if depth is not None:
-                yield _too_deep(source_file, index, where, depth, b"", _own_or_hint(element, document.run_id))
+                yield too_deep(source_file, index, where, depth, b"", own_or_hint(element, document.run_id))
                 continue
-            raw = _dump(element)
+            raw = dump(element)
         if len(raw) > max_event_bytes:
-            yield _too_large(source_file, index, where, len(raw), max_event_bytes, raw, _own_or_hint(element, document.run_id))
+            yield too_large(source_file, index, where, len(raw), max_event_bytes, raw, own_or_hint(element, document.run_id))
             continue
         yield check_envelope(element, index, source_file, raw, where=where, run_hint=document.run_id)
 
@@ -240,33 +242,34 @@ def _apply_document(source: SourceFile, document: _Document) -> SourceFile:
     return source
 
 
-def _file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+def file_failure(source_file: str, reason: str, detail: str, raw: bytes = b"", fmt: str | None = None) -> SourceFile:
+    """A `SourceFile` with no runs and one file-level dead letter (`event_index` None)."""
     letter = DeadLetter(source_file, None, None, reason, detail, raw[:RAW_KEEP_BYTES])
     return SourceFile(source_file, fmt, dead_letters=[letter])
 
 
-def _parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
+def parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_safe: bool = False) -> SourceFile:
     """`read_document` on bytes that are already decompressed."""
-    text = _strip_bom(data)
+    text = strip_bom(data)
     if not text or (text[:1].isspace() and not text.strip()):  # strip (a copy) only text that opens blank
-        return _file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
+        return file_failure(source_file, REASON_NOT_JSON, "The file is empty (no JSON in it).", data)
     try:
-        doc = _parse_utf8_safe(text) if utf8_safe else parse_json(text)
+        doc = parse_utf8_safe(text) if utf8_safe else parse_json(text)
     except JSONError as exc:
-        return _file_failure(source_file, REASON_NOT_JSON, _not_json_detail("The file", text, exc), data)
+        return file_failure(source_file, REASON_NOT_JSON, not_json_detail("The file", text, exc), data)
     try:
         document = _classify(doc)
     except SourceError as exc:
-        return _file_failure(source_file, exc.reason, exc.detail, data)
+        return file_failure(source_file, exc.reason, exc.detail, data)
     # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
     checked = len(text) <= max_event_bytes and _writes_whole(doc)
-    depth = _depth_over(document.snapshot) if not checked and _maybe_too_deep(text) else None
+    depth = depth_over(document.snapshot) if not checked and maybe_too_deep(text) else None
     if depth is not None:
         detail = (
             f"The recording's snapshot nests arrays and objects {depth}+ levels deep, more than the "
             f"{MAX_EVENT_DEPTH}-level limit; the file was not read."
         )
-        return _file_failure(source_file, REASON_TOO_LARGE, detail, data)
+        return file_failure(source_file, REASON_TOO_LARGE, detail, data)
     items = _document_items(source_file, document, max_event_bytes, len(text), checked)
     source = group_by_run(source_file, document.format, items)
     return _apply_document(source, document)
@@ -287,10 +290,10 @@ def read_document(
     try:
         data = decompress(data, source_file, max_event_bytes)
     except SourceError as exc:
-        return _file_failure(source_file, exc.reason, exc.detail, data)
+        return file_failure(source_file, exc.reason, exc.detail, data)
     if len(data) > max_event_bytes:
-        return _file_failure(source_file, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
-    return _parse_document(source_file, data, max_event_bytes, utf8_safe)
+        return file_failure(source_file, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
+    return parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 
 def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | DeadLetter]) -> SourceFile:

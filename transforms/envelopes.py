@@ -29,8 +29,20 @@ from footprint_audit.schemas.events import (
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "check_envelope",
+    "depth_over",
+    "dump",
+    "event_from_bytes",
     "event_from_message",
     "event_read_again",
+    "js_kind",
+    "maybe_too_deep",
+    "not_json_detail",
+    "own_or_hint",
+    "parse_utf8_safe",
+    "plain_event",
+    "too_deep",
+    "too_large",
+    "with_article",
 ]
 
 _EVENT_PREFIX_LEN = len(EVENT_PREFIX)
@@ -47,7 +59,7 @@ RAW_KEEP_BYTES = 64 << 10
 MAX_EVENT_DEPTH = 254
 
 
-def _depth_over(value: Any, limit: int = MAX_EVENT_DEPTH) -> int | None:
+def depth_over(value: Any, limit: int = MAX_EVENT_DEPTH) -> int | None:
     """How deep `value` nests arrays and objects, when that is more than `limit`; None otherwise.
 
     Iterative (never recursive), so any depth the JSON parser gave back can be measured.
@@ -69,7 +81,7 @@ def _depth_over(value: Any, limit: int = MAX_EVENT_DEPTH) -> int | None:
     return None
 
 
-def _maybe_too_deep(data: bytes, limit: int = MAX_EVENT_DEPTH) -> bool:
+def maybe_too_deep(data: bytes, limit: int = MAX_EVENT_DEPTH) -> bool:
     """False when `data` cannot hold more than `limit` nested brackets (a cheap upper bound)."""
     return data.count(b"[") + data.count(b"{") > limit
 
@@ -95,7 +107,7 @@ def _lone_surrogates_replaced(data: bytes) -> bytes:
     return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(2) is not None else m.group(0), data)
 
 
-def _parse_utf8_safe(text: bytes | memoryview) -> Any:
+def parse_utf8_safe(text: bytes | memoryview) -> Any:
     """`parse_json` with lone surrogate escapes read as U+FFFD (raises `JSONError` for text that is not JSON).
 
     orjson refuses lone surrogates, so text it parses has none and needs no
@@ -107,7 +119,8 @@ def _parse_utf8_safe(text: bytes | memoryview) -> Any:
         return parse_json(_lone_surrogates_replaced(bytes(text)))  # bytes(): no copy of bytes
 
 
-def _js_kind(value: Any) -> str:
+def js_kind(value: Any) -> str:
+    """The JavaScript name of `value`'s JSON type (`null`, `boolean`, `number`, `string`, `array`, `object`)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -123,7 +136,7 @@ def _js_kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _dump(value: Any) -> bytes:
+def dump(value: Any) -> bytes:
     """`value` as compact JSON bytes; `str()` of it for values orjson refuses."""
     try:
         return orjson.dumps(value)
@@ -142,10 +155,12 @@ def _string_run_id(meta: Any) -> str | None:
 def _envelope_problem(element: Any) -> str | None:
     """Why `element` is not a `{type, payload, meta}` envelope, or None when it is one."""
     if type(element) is not dict:
-        return f"it is a JSON {_js_kind(element)}, not an object"
+        return f"it is a JSON {js_kind(element)}, not an object"
     event_type = element.get("type")
     if type(event_type) is not str:
-        return "it has no string `type`" if "type" not in element else f"its `type` is {_a(_js_kind(event_type))}, not a string"
+        if "type" not in element:
+            return "it has no string `type`"
+        return f"its `type` is {with_article(js_kind(event_type))}, not a string"
     if not short_type(event_type):
         return "its `type` is empty"
     if type(element.get("payload")) is not dict:
@@ -156,10 +171,11 @@ def _envelope_problem(element: Any) -> str | None:
 
 
 def _absent_or_kind(element: dict, key: str) -> str:
-    return "missing" if key not in element else _a(_js_kind(element[key]))
+    return "missing" if key not in element else with_article(js_kind(element[key]))
 
 
-def _a(kind: str) -> str:
+def with_article(kind: str) -> str:
+    """`kind` after its indefinite article: `an object`, `a string`."""
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
@@ -178,7 +194,7 @@ def check_envelope(
     names the element in the detail; `run_hint` is the run the file itself
     names, used for a dead letter whose element does not name its run.
     """
-    event = _plain_event(element, index)
+    event = plain_event(element, index)
     if event is not None:
         return event
     where = where or f"Event {index}"
@@ -191,7 +207,7 @@ def check_envelope(
             own_run or run_hint,
             REASON_NOT_AN_EVENT,
             f"{where} is not an event envelope {{type, payload, meta}}: {problem}.",
-            raw if raw is not None else _dump(element),
+            raw if raw is not None else dump(element),
         )
     if own_run is None:
         return DeadLetter(
@@ -200,12 +216,13 @@ def check_envelope(
             run_hint,
             REASON_MISSING_RUN_ID,
             f"{where} ({element['type'][:100]}) has no non-empty string `meta.runId`, so it cannot be put in a run.",
-            raw if raw is not None else _dump(element),
+            raw if raw is not None else dump(element),
         )
     return Event(index, short_type(element["type"]), element["payload"], element["meta"])
 
 
-def _too_large(source_file: str, index: int, where: str, size: int, cap: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+def too_large(source_file: str, index: int, where: str, size: int, cap: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    """The `too-large` dead letter of an element of `size` bytes, over the `cap` on one event (not parsed)."""
     return DeadLetter(
         source_file,
         index,
@@ -216,7 +233,7 @@ def _too_large(source_file: str, index: int, where: str, size: int, cap: int, ra
     )
 
 
-def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
+def event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> Event | DeadLetter:
     """Parse one line's (or SSE block's) bytes and check the envelope (the caller checked the size).
 
     orjson first: text it reads holds no lone surrogate escape (it refuses them), so the
@@ -224,13 +241,13 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
     it refuses goes through the rewrite and `parse_json`'s exact path.
     """
     try:
-        element = _parse_utf8_safe(data)
+        element = parse_utf8_safe(data)
     except JSONError as exc:
-        return DeadLetter(source_file, index, None, REASON_NOT_JSON, _not_json_detail(where, data, exc), data)
-    if len(data) > MAX_EVENT_DEPTH and _maybe_too_deep(data) and not _writes_back(element):
-        depth = _depth_over(element)
+        return DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, data, exc), data)
+    if len(data) > MAX_EVENT_DEPTH and maybe_too_deep(data) and not _writes_back(element):
+        depth = depth_over(element)
         if depth is not None:
-            return _too_deep(source_file, index, where, depth, data, _own_or_hint(element, None))
+            return too_deep(source_file, index, where, depth, data, own_or_hint(element, None))
     item = check_envelope(element, index, source_file, data, where=where)
     if type(item) is Event:
         item.raw = data  # read again from these bytes after a join (`event_read_again`)
@@ -238,12 +255,12 @@ def _event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> 
 
 
 def event_read_again(data: bytes | memoryview, index: int) -> Event:
-    """The `Event` that `_event_from_bytes` made of `data` at `index`, made again from the same bytes.
+    """The `Event` that `event_from_bytes` made of `data` at `index`, made again from the same bytes.
 
-    Parsed as it was (`_parse_utf8_safe`), without the size and depth checks it passed then.
+    Parsed as it was (`parse_utf8_safe`), without the size and depth checks it passed then.
     Raises ValueError if `data` is not an event.
     """
-    item = check_envelope(_parse_utf8_safe(data), index, "")
+    item = check_envelope(parse_utf8_safe(data), index, "")
     if type(item) is not Event:
         raise ValueError(f"held bytes of event {index} are not an event")
     return item
@@ -251,7 +268,7 @@ def event_read_again(data: bytes | memoryview, index: int) -> Event:
 
 def _writes_back(element: Any) -> bool:
     """True when orjson writes `element` back: it refuses more than `MAX_EVENT_DEPTH` levels, so
-    then nothing nests too deep (and the walk of `_depth_over` is left out)."""
+    then nothing nests too deep (and the walk of `depth_over` is left out)."""
     try:
         orjson.dumps(element)
     except (TypeError, orjson.JSONEncodeError):  # too deep, or an integer beyond 64 bits: walked
@@ -259,7 +276,7 @@ def _writes_back(element: Any) -> bool:
     return True
 
 
-def _plain_event(element: Any, index: int = 0) -> Event | None:
+def plain_event(element: Any, index: int = 0) -> Event | None:
     """The common case of `check_envelope`, fast: a well-formed envelope (at `index`), else None."""
     if type(element) is not dict:
         return None
@@ -275,7 +292,8 @@ def _plain_event(element: Any, index: int = 0) -> Event | None:
     return Event(index, event_type, payload, meta) if event_type else None
 
 
-def _too_deep(source_file: str, index: int | None, where: str, depth: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+def too_deep(source_file: str, index: int | None, where: str, depth: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
+    """The `too-large` dead letter of an element nested `depth`+ levels deep, over `MAX_EVENT_DEPTH`."""
     return DeadLetter(
         source_file,
         index,
@@ -293,11 +311,12 @@ def event_from_message(
     """One message of a stream source (a Kafka record, a Pub/Sub message) → Event or DeadLetter."""
     where = f"Message {index}"
     if len(data) > max_event_bytes:
-        return _too_large(source, index, where, len(data), max_event_bytes, data)
-    return _event_from_bytes(source, index, data, where)
+        return too_large(source, index, where, len(data), max_event_bytes, data)
+    return event_from_bytes(source, index, data, where)
 
 
-def _not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
+def not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
+    """The `not-json` dead-letter detail of `data` (named `where`): not UTF-8, or the parser's error."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as bad:
@@ -305,6 +324,7 @@ def _not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
     return f"{where} is not JSON ({exc})."
 
 
-def _own_or_hint(element: Any, hint: str | None) -> str | None:
+def own_or_hint(element: Any, hint: str | None) -> str | None:
+    """The run id `element`'s own `meta.runId` names (a non-empty string), else `hint`."""
     own = _string_run_id(element.get("meta")) if type(element) is dict else None
     return own or hint

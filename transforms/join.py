@@ -46,6 +46,7 @@ __all__ = [
     "JoinRecordingRuns",
     "KeyLineEvents",
     "JoinLineEvents",
+    "JoinCallFn",
     "LineRunRows",
     "RUNS",
     "DEAD_LETTERS",
@@ -194,7 +195,7 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
     return run_id, run_facts_from(decode_held(b) for part in held for b in unpack_held(part))
 
 
-class _JoinCallFn(beam.DoFn):
+class JoinCallFn(beam.DoFn):
     """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
@@ -233,7 +234,7 @@ class JoinLineEvents(beam.PTransform):
         outputs = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()
-            | "JoinCall" >> beam.ParDo(_JoinCallFn(), facts=beam.pvalue.AsDict(facts))
+            | "JoinCall" >> beam.ParDo(JoinCallFn(), facts=beam.pvalue.AsDict(facts))
             .with_output_types(CallGroup)
             .with_outputs(COUNTS, main="calls")
         )

@@ -19,8 +19,8 @@ from footprint_audit.schemas.events import (
     Event,
 )
 
-from .byte_streams import _READ_ERRORS
-from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, _event_from_bytes, _too_large
+from .byte_streams import READ_ERRORS
+from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_bytes, too_large
 from .sniff import UTF8_BOM
 
 __all__ = [
@@ -87,9 +87,9 @@ def _json_lines(source_file: str, lines: Iterable[_Line], max_event_bytes: int) 
             continue  # a blank line (an oversized one is never skipped: only its head was looked at)
         where = f"Line {line.number}"
         if line.size > max_event_bytes:
-            yield _too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
+            yield too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
             continue
-        yield _event_from_bytes(source_file, line.number, line.data, where)
+        yield event_from_bytes(source_file, line.number, line.data, where)
 
 
 @dataclass(slots=True)
@@ -148,10 +148,10 @@ def _sse_events(source_file: str, lines: Iterable[_Line], max_event_bytes: int) 
             detail = f"{where} has an `event:` field but no `data:`, so it carries no event."
             yield DeadLetter(source_file, block.start, None, REASON_NOT_AN_EVENT, detail, raw)
         elif block.cut or block.size > max_event_bytes:
-            yield _too_large(source_file, block.start, where, block.size, max_event_bytes, raw)
+            yield too_large(source_file, block.start, where, block.size, max_event_bytes, raw)
         else:
             data = b"\n".join(block.data)
-            item = _event_from_bytes(source_file, block.start, data, where)
+            item = event_from_bytes(source_file, block.start, data, where)
             if isinstance(item, DeadLetter):
                 item.raw = raw
             yield item
@@ -172,7 +172,7 @@ def iter_lines(
     items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
     try:
         yield from items(source_file, counter, max_event_bytes)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         detail = f"The file could not be read past line {counter.next_number} ({type(exc).__name__}: {exc})."
         yield DeadLetter(source_file, counter.next_number, None, REASON_UNREADABLE, detail, b"")
 

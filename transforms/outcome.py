@@ -1,8 +1,8 @@
 """A call's outcome, first match wins (docs/output.md §2 step 4, docs/events.md §4.1).
 
 Pattern: pure functions over one occurrence's decision events.
-Role:    `transforms.calls._build_call` collects the decisions (`_Decisions`) in one pass
-         and asks `_outcome` for `(outcome, withheld_by)`.
+Role:    `transforms.calls._build_call` collects the decisions (`Decisions`) in one pass
+         and asks `outcome()` for `(outcome, withheld_by)`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from .call_types import Call, RunFacts, is_placeholder
 
 __all__ = [
+    "Decisions",
+    "outcome",
 ]
 
 def _between(ev_file: str, index: int, call: Call) -> bool:
@@ -35,7 +37,7 @@ def _within_call(ev_file: str, index: int, call: Call) -> bool:
 
 
 @dataclass(slots=True)
-class _Decisions:
+class Decisions:
     """The decision events of one occurrence, as the outcome rules read them (one pass, `_build_call`)."""
 
     #: a `checkin.decision` with `approved: false`
@@ -49,7 +51,7 @@ class _Decisions:
     denials: list = field(default_factory=list)
 
 
-def _outcome(call: Call, facts: RunFacts, seen: _Decisions) -> tuple[str, str | None]:
+def outcome(call: Call, facts: RunFacts, seen: Decisions) -> tuple[str, str | None]:
     """Step 4: the outcome, first match wins; `seen` holds the occurrence's decision events."""
     end = call.end
     end_p = end.payload if end is not None else {}

@@ -11,7 +11,9 @@ from footprint_audit.schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE
 
 __all__ = [
     "HEAD_BYTES",
+    "is_event_shaped_line",
     "sniff_format",
+    "strip_bom",
 ]
 
 #: How much of a file `sniff_format` looks at.
@@ -24,7 +26,8 @@ _COMPRESSION_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
 _SSE_LINE_STARTS = (b"event:", b"data:", b":", b"id:", b"retry:")
 
 
-def _strip_bom(data: bytes) -> bytes:
+def strip_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte order mark."""
     return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
 
 
@@ -50,7 +53,7 @@ def _first_nonblank_line(head: bytes) -> bytes | None:
     return None
 
 
-def _is_event_shaped_line(line: bytes) -> bool:
+def is_event_shaped_line(line: bytes) -> bool:
     """True when `line` parses on its own as an object with a string `type`."""
     try:
         value = parse_json(line)
@@ -73,12 +76,12 @@ def sniff_format(head: bytes, name: str = "") -> str | None:
         return FORMAT_EVENT_STREAM
     if base.endswith(_SSE_SUFFIXES):
         return FORMAT_SSE
-    first = _first_nonblank_line(_strip_bom(head))
+    first = _first_nonblank_line(strip_bom(head))
     if first is None:
         return None
     if first.startswith(_SSE_LINE_STARTS):
         return FORMAT_SSE
     # An object line ends with `}`: a longer line cut off by the head (a one-line document) is not parsed.
-    if first.startswith(b"{") and first.endswith(b"}") and _is_event_shaped_line(first):
+    if first.startswith(b"{") and first.endswith(b"}") and is_event_shaped_line(first):
         return FORMAT_EVENT_STREAM
     return None

@@ -34,16 +34,16 @@ from footprint_audit.schemas.events import (
 from .byte_streams import (
     GZIP_MAGIC,
     ZSTD_MAGIC,
-    _READ_ERRORS,
-    _Prepended,
-    _decompressing,
-    _document_too_large_detail,
+    READ_ERRORS,
+    Prepended,
+    decompressing,
+    document_too_large_detail,
     open_stream,
 )
-from .documents import _file_failure, _parse_document, group_by_run
+from .documents import file_failure, group_by_run, parse_document
 from .envelopes import DEFAULT_MAX_EVENT_BYTES
 from .lines import LINE_FORMATS, iter_lines
-from .sniff import HEAD_BYTES, _is_event_shaped_line, _strip_bom, sniff_format
+from .sniff import HEAD_BYTES, is_event_shaped_line, sniff_format, strip_bom
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -52,10 +52,10 @@ __all__ = [
 ]
 
 def _first_line_is_event(data: bytes) -> bool:
-    text = _strip_bom(data).lstrip()
+    text = strip_bom(data).lstrip()
     end = text.find(b"\n")
     first = (text if end < 0 else text[:end]).strip()
-    return first.startswith(b"{") and _is_event_shaped_line(first)
+    return first.startswith(b"{") and is_event_shaped_line(first)
 
 
 def open_source(
@@ -91,30 +91,30 @@ def open_source(
         if local is None:
             stream = open_stream(path)
         else:
-            stream = _decompressing(io.BytesIO(whole) if whole is not None else local)
+            stream = decompressing(io.BytesIO(whole) if whole is not None else local)
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         if local is not None and not isinstance(local, bytes):  # an open file, not bytes read whole
             local.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc}).")
     try:
         head, taken = _head(stream)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         stream.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     fmt = _sniffed(path, head)
     if isinstance(fmt, SourceFile):
         stream.close()
         return fmt
     if fmt in LINE_FORMATS:
-        rest = io.BufferedReader(_Prepended(head, stream), buffer_size=1 << 20) if taken else stream
+        rest = io.BufferedReader(Prepended(head, stream), buffer_size=1 << 20) if taken else stream
         return fmt, _closing(rest, _line_items(path, rest, fmt, max_event_bytes))
     try:
         # At most one byte past the cap is read: a document that inflates to gigabytes is never held.
         # A head taken from the stream may already pass a cap below `HEAD_BYTES`: then nothing more is read.
         data = head + stream.read(max(0, max_event_bytes + 1 - len(head))) if taken else stream.read(max_event_bytes + 1)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         stream.close()
-        return _file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
+        return file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc}).")
     if len(data) > max_event_bytes:
         return _capped_document(path, data, stream, max_event_bytes)
     stream.close()
@@ -128,10 +128,10 @@ def _capped_document(
     `stream` the rest. JSON Lines after all when its first line is an event (then streamed on, line by
     line), else a `too-large` dead letter."""
     if _first_line_is_event(data):
-        rest = io.BufferedReader(_Prepended(data, stream), buffer_size=1 << 20)
+        rest = io.BufferedReader(Prepended(data, stream), buffer_size=1 << 20)
         return FORMAT_EVENT_STREAM, _closing(rest, _line_items(path, rest, FORMAT_EVENT_STREAM, max_event_bytes))
     stream.close()
-    return _file_failure(path, REASON_TOO_LARGE, _document_too_large_detail(max_event_bytes), data)
+    return file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data)
 
 
 #: Local files up to this size are read whole, in one call (no stream buffer, one copy).
@@ -154,7 +154,7 @@ def _not_regular(path: str, name: str, mode: int) -> SourceFile:
                   "(name the folder as an --input of its own to read it).")
     else:
         detail = f"The input is {kind}, not a regular file; it was not read."
-    return _file_failure(name, REASON_UNREADABLE, detail)
+    return file_failure(name, REASON_UNREADABLE, detail)
 
 
 def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
@@ -174,7 +174,7 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
                 return _not_regular(path, name, os.stat(path).st_mode)
             except OSError:
                 pass
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -187,24 +187,24 @@ def _open_local(path: str, name: str) -> bytes | BinaryIO | SourceFile | None:
         f = open(fd, "rb", buffering=0)
     except OSError as exc:
         os.close(fd)
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be opened ({type(exc).__name__}: {exc.strerror}).")
     try:
         with f:
             return f.readall()
     except OSError as exc:
-        return _file_failure(name, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc.strerror}).")
+        return file_failure(name, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc.strerror}).")
 
 
 def _sniffed(path: str, head: bytes) -> str | None | SourceFile:
     """The file's format as `sniff_format` tells it from its head; a failed `SourceFile` when it is blank."""
-    if len(head) < HEAD_BYTES and not _strip_bom(head).strip():
-        return _file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
+    if len(head) < HEAD_BYTES and not strip_bom(head).strip():
+        return file_failure(path, REASON_NOT_JSON, "The file is empty (no JSON in it).", head)
     return sniff_format(head, path)
 
 
 def _document_source(path: str, data: bytes, max_event_bytes: int) -> SourceFile | tuple[str, Iterator[Event | DeadLetter]]:
     """A whole document's `SourceFile`, or JSON Lines after all (a first line longer than the sniffed head)."""
-    source = _parse_document(path, data, max_event_bytes, utf8_safe=True)
+    source = parse_document(path, data, max_event_bytes, utf8_safe=True)
     if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
         lines = io.BytesIO(data)
         return FORMAT_EVENT_STREAM, _line_items(path, lines, FORMAT_EVENT_STREAM, max_event_bytes)

@@ -33,7 +33,7 @@ from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 from .elements import CallGroup
-from .join import COUNTS, _JoinCallFn, run_facts
+from .join import COUNTS, JoinCallFn, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
@@ -124,8 +124,8 @@ class _SpillFn(beam.DoFn):
             yield WindowedValue((part, path), 0, (GlobalWindow(),))
 
 
-class _JoinPartitionFn(_JoinCallFn):
-    """`(partition, [files])` → each call of the partition joined (`_JoinCallFn`), split again first when big."""
+class _JoinPartitionFn(JoinCallFn):
+    """`(partition, [files])` → each call of the partition joined (`JoinCallFn`), split again first when big."""
 
     def __init__(self, folder: str, max_partition_bytes: int) -> None:
         super().__init__()
@@ -152,7 +152,7 @@ class _JoinPartitionFn(_JoinCallFn):
                     keys[key] = (run_id, call_id)
                 found.append(held)
         for key, helds in calls.items():
-            yield from _JoinCallFn.process(self, (keys[key], helds), facts)
+            yield from JoinCallFn.process(self, (keys[key], helds), facts)
 
     def _split(self, files: list[str], size: int, facts: dict, level: int) -> Iterator[Any]:
         n = max(2, -(-2 * size // self.max_partition_bytes))
