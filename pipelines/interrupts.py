@@ -32,12 +32,9 @@ __all__ = [
     "ignore_stop_signals",
     "interrupted_exit",
     "Terminated",
-    "INTERRUPTED_EXIT",
     "STOP_SIGNALS",
 ]
 
-#: The exit code of a command stopped by Ctrl-C (SIGTERM: `interrupted_exit`).
-INTERRUPTED_EXIT = 128 + signal.SIGINT
 #: The signals that stop a command: Ctrl-C and SIGTERM.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -2,7 +2,7 @@
 
 Pattern: small pure helpers, no state.
 Role:    the one place where docs/readers.md §9's JS-vs-Python traps are settled:
-         JS trim (T1), the four JSON spaces (T2), doubles (T4, T5), booleans
+         JS trim (T1), doubles (T4, T5), booleans
          that are not numbers (T6), JS truthiness (T9), own keys (T10),
          integer-like key order (T11) and `JSON.stringify` output (T13).
          Every reader module asks here instead of re-deriving a rule.
@@ -22,9 +22,7 @@ from typing import Any, TypeGuard
 __all__ = [
     "UNDEFINED",
     "JSTypeError",
-    "JSON_SPACE",
     "js_trim",
-    "is_record",
     "is_js_number",
     "is_safe_integer",
     "js_truthy",
@@ -66,9 +64,6 @@ class JSTypeError(TypeError):
     js_name = "TypeError"
 
 
-# T2: JSON's own whitespace, exactly four characters.
-JSON_SPACE = " \t\n\r"
-
 # T1: what `String.prototype.trim` removes (WhiteSpace + LineTerminator).
 _JS_TRIM_CHARS = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
@@ -79,11 +74,6 @@ _JS_TRIM_CHARS = (
 def js_trim(text: str) -> str:
     """`String.prototype.trim`: strips U+FEFF, keeps U+001C–U+001F and U+0085."""
     return text.strip(_JS_TRIM_CHARS)
-
-
-def is_record(value: Any) -> bool:
-    """A JSON object: not null, not a list."""
-    return type(value) is dict
 
 
 def is_js_number(value: Any) -> TypeGuard[int | float]:

@@ -51,20 +51,6 @@ PAUSE_RESUME = "pause.resume"
 TURN_START = "agent.turn_start"
 TURN_END = "agent.turn_end"
 
-#: Types that can belong to a call (joined by `payload.toolCallId`).
-CALL_EVENT_TYPES = frozenset(
-    {
-        TOOL_START,
-        TOOL_END,
-        TOOL_PROGRESS,
-        TOOLS_ABSENT,
-        TOOLS_COVERAGE,
-        TOOLS_SEMANTICS,
-        MIDDLEWARE_DECISION,
-        PERMISSION_CHECK,
-        CHECKIN_DECISION,
-    }
-)
 #: Types a run's outcome rules read without a call id (resumed-leg detection).
 RUN_EVENT_TYPES = frozenset({PAUSE_RESUME, TURN_START, TURN_END})
 

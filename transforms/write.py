@@ -65,7 +65,6 @@ from .memory import give_back_memory, release_arrow_memory
 __all__ = [
     "WriteTable",
     "WriteTables",
-    "write_table_file",
     "write_arrow_file",
     "sort_rows",
     "sort_arrow",
@@ -137,11 +136,6 @@ def write_arrow_file(path: str, arrow: pa.Table) -> str:
     with FileSystems.create(path) as f:
         f.write(buf.getvalue().to_pybytes())
     return path
-
-
-def write_table_file(path: str, table: str, rows: list[dict]) -> str:
-    """Write rows as one Parquet file (zstd) with the table's Arrow schema."""
-    return write_arrow_file(path, rows_to_arrow(table, sort_rows(table, rows)))
 
 
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
