@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .beam_args import flag_value
+
 __all__ = [
     "cached_job_server",
     "cached_job_server_jar",
@@ -56,12 +58,7 @@ def job_server_folder() -> Path:
 
 def runner_of(beam_args: list[str]) -> str | None:
     """The `--runner` among Beam's arguments, or None."""
-    for i, a in enumerate(beam_args):
-        if a.startswith("--runner="):
-            return a.split("=", 1)[1]
-        if a == "--runner" and i + 1 < len(beam_args):
-            return beam_args[i + 1]
-    return None
+    return flag_value(beam_args, "runner")
 
 
 def cached_job_server_jar() -> str | None:

@@ -30,6 +30,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from footprint_audit.transforms.stream_join import STATE_LAYOUT
 
+from .beam_args import flag_given, flag_value
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
 from .errors import UsageError
 from .flink_local import JobServer, JobServerError
@@ -145,19 +146,6 @@ def _flink_conf(folder: Path, restore: Path) -> Path:
     return folder
 
 
-def _given(beam_args: list[str], name: str) -> bool:
-    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in beam_args)
-
-
-def _value(beam_args: list[str], name: str) -> str | None:
-    for i, a in enumerate(beam_args):
-        if a.startswith(f"--{name}="):
-            return a.split("=", 1)[1]
-        if a == f"--{name}" and i + 1 < len(beam_args):
-            return beam_args[i + 1]
-    return None
-
-
 class FlinkSession:
     """Beam's arguments for the job (`beam_args`), with Flink's durability filled in; the job server."""
 
@@ -186,7 +174,7 @@ class FlinkSession:
         self.state_dir = state
         restore = None if getattr(self.args, "no_resume", False) else latest_checkpoint(checkpoints)
         _check_same_job(state, self.args, restore)
-        local = not _given(self.beam_args, "job_endpoint") and (_value(self.beam_args, "flink_master") or "[local]") in (
+        local = not flag_given(self.beam_args, "job_endpoint") and (flag_value(self.beam_args, "flink_master") or "[local]") in (
             "[local]", "[auto]")
         defaults = {
             "streaming": None,
@@ -203,17 +191,17 @@ class FlinkSession:
         if restore is not None and not local:
             defaults.update(savepoint_path=str(restore), allow_non_restored_state="true")
         for name, value in defaults.items():
-            if not _given(self.beam_args, name):
+            if not flag_given(self.beam_args, name):
                 self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
         _forget_other_jobs(checkpoints, restore)
         self.restored = restore
-        if not _given(self.beam_args, "job_endpoint"):
-            jar = _value(self.beam_args, "flink_job_server_jar")
+        if not flag_given(self.beam_args, "job_endpoint"):
+            jar = flag_value(self.beam_args, "flink_job_server_jar")
             if jar is None:
                 jar = cached_job_server_jar()
                 if jar is None:
                     raise FlinkStartError(NOT_CACHED)
-            master = _value(self.beam_args, "flink_master") or "[local]"
+            master = flag_value(self.beam_args, "flink_master") or "[local]"
             if master == "[auto]":
                 master = "[local]"
             try:

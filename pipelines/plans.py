@@ -38,6 +38,7 @@ from footprint_audit.transforms.spill_counts import SpillLineRunRows
 from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from footprint_audit.transforms.write import WriteTables
 
+from .beam_args import flag_given
 from .listing import TOTAL_BYTES, SpreadFiles
 from .workers import default_workers
 
@@ -131,15 +132,11 @@ class LocalPlan(Plan):
                            sort_run_bytes=self.sort_run_bytes)
 
 
-def _flag_given(beam_args: list[str], name: str) -> bool:
-    return any(a == name or a.startswith(name + "=") for a in beam_args)
-
-
 def worker_count(workers: int | None, beam_args: list[str]) -> int:
     """The job's worker count: `--workers`, else Beam's `--direct_num_workers` (0: every core), else the default."""
     if workers is not None:
         return workers
-    if _flag_given(beam_args, "--direct_num_workers"):
+    if flag_given(beam_args, "direct_num_workers"):
         asked = PipelineOptions(beam_args).view_as(DirectOptions).direct_num_workers
         if asked is not None:
             return asked or default_workers()
@@ -160,7 +157,7 @@ def runner_options(
     if runner is not None:
         if workers and runner.lower().startswith("flink"):
             extra = [f"--{name}={workers}" for name in ("parallelism", "sdk_worker_parallelism")
-                     if not _flag_given(beam_args, f"--{name}")]
+                     if not flag_given(beam_args, name)]
             options = PipelineOptions([*beam_args, *extra])
         return options, None
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
