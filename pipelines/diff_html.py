@@ -84,7 +84,6 @@ def _pick_table(headers: list[str], rows: list[tuple[str, str, list[str], int]],
 
 def build_html(diff: Diff) -> str:
     """The whole page."""
-
     trans = transition_rows(diff)
     ident = {(c, f, t): f"t-{i}" for i, (c, f, t, _n) in enumerate(trans)}
     pick_rows = [(ident[(c, f, t)], f"{c}: {f} → {t}", [c, f, t, str(n)], n) for c, f, t, n in trans]

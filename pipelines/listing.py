@@ -51,12 +51,12 @@ class _ListPatternsFn(beam.DoFn):
         total = 0
         for pattern in self.patterns:
             for path, size in self._listed(pattern):
+                key = file_key(path) if seen is not None or self.skip else ""
                 if seen is not None:
-                    key = file_key(path)
                     if key in seen:
                         continue
                     seen.add(key)
-                if self.skip and file_key(path) in self.skip:
+                if key in self.skip:
                     continue
                 total += size
                 yield os.fsencode(path), size

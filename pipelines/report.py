@@ -207,7 +207,7 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
     summary = Summary(
         out_dir=out,
         totals=fetch(con, "SELECT * FROM reading_totals")[0],
-        tools=fetch(con, "SELECT * FROM tool_summary ORDER BY worst_rank"),
+        tools=fetch(con, ALL_QUERIES["tool_summary"]),
         unknown_reasons=reasons,
         disagreements=fetch(
             con, ALL_QUERIES["door_disagreements"] + f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}"
