@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

@@ -3,7 +3,6 @@ and the job's counters (added up per bundle) against the tables it wrote."""
 
 from __future__ import annotations
 
-
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
