@@ -4,7 +4,7 @@
 call read), and the pipeline's definition (`Pipeline.to_runner_api()`, what a runner
 such as Dataflow is sent) is the same size for this folder as for a folder of one file:
 it holds the pattern, not the files. Time to first read is in the benchmark
-(`bench/many_files.py`), not here.
+(`python -m bench.scale files`, bench/scale.py), not here.
 """
 
 from __future__ import annotations
