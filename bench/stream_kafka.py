@@ -8,10 +8,13 @@ process, on `--runner FlinkRunner --flink_master=[local]`:
   are produced once, then `--runs` bounded jobs read them all (`--max-records`), each with a
   consumer group of its own, each once the load average has fallen to `--start-load`
   (default 2; at most 3 minutes' wait). Reported per run: the job's wall time (Flink's start included),
-  events/s after its first file (start-up left out), the tables checked to account for every
-  event (through `schemas/views.sql`), and the machine's load average (1 min) at the start
-  and the highest seen during the run; then the median. A figure taken at a load above the
-  machine's cores measures the other work too.
+  events/s after its first file (start-up left out), that figure as a ratio to the **parse floor**
+  (one consumer in this process reading the same records and parsing them as the read does,
+  measured just before the run: the machine's speed of the day, in the same run), the CPU seconds
+  of the job's processes (events per CPU second does not move with other work), the tables
+  checked to account for every event (through `schemas/views.sql`), the load average (1 min) at
+  the start and the highest seen, and the share of CPU the host stole; then the medians. The
+  first line names the machine, its load and the checkout.
 * **latency** — once the job's Kafka read has started, a live producer sends calls for
   `--live-seconds`, each event stamped with the wall clock as it is sent (`tool_start`,
   a declaration, `tool_end`), while the job runs. Every output file is noticed by polling the output folder every
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import random
 import shutil
 import statistics
@@ -81,6 +85,17 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[int, int, bytes]]) 
     producer.close(60)
 
 
+def machine_line() -> str:
+    """The machine, its load and the checkout: what a second person needs to compare a figure."""
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor() or "?")
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"machine: {os.cpu_count()} cores ({model}), {mem:.0f} GiB, Linux {platform.release()}, "
+            f"Python {platform.python_version()}; checkout {commit or '?'}; load average {load}")
+
+
 JOB_ARGS: list[str] = []  # --job-arg: more options for the stream job (to compare settings)
 
 
@@ -113,25 +128,74 @@ def _settle(load: float, seconds: float) -> None:
         print(f"(the load average is still {os.getloadavg()[0]:.1f}, above {load}: the next figure measures that work too)")
 
 
+def _cpu_stat() -> tuple[int, int]:
+    """(all jiffies, stolen jiffies) of the machine so far (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields[:8]), fields[7]
+
+
+def _tree_cpu(pid: int, seen: dict[int, float]) -> None:
+    """Note each process's CPU seconds (user + system) in the tree under `pid` (kept per pid: the
+    JVM is gone before the launcher exits)."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            seen[proc.pid] = t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+
+
+def parse_floor(bootstrap: str, topic: str, count: int, max_event_bytes: int) -> float:
+    """Events/s of the floor: one consumer reading the topic and parsing and stamping each record
+    as the stream's read does (`stamp_message`), in this process, nothing else."""
+    from confluent_kafka import Consumer
+
+    from footprint_audit.transforms.stream_events import stamp_message
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"floor-{time.time()}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "log_level": 0})
+    consumer.subscribe([topic])
+    start, done = time.monotonic(), 0
+    while done < count and time.monotonic() - start < 600:
+        for msg in consumer.consume(2000, 1.0):
+            if msg.error() is None:
+                stamp_message(f"kafka://{topic}/{msg.partition()}", msg.offset(), msg.value() or b"", msg.timestamp()[1],
+                              max_event_bytes)
+                done += 1
+    consumer.close()
+    return done / (time.monotonic() - start)
+
+
 def throughput(work: Path, bootstrap: str, records: list, declarations: Path, run: int) -> dict:
     out, log = work / f"throughput-{run}", work / f"throughput-{run}.log"
     load_start = load_max = os.getloadavg()[0]
+    cpu0 = _cpu_stat()
     start = time.monotonic()
     proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)),
                    "--consumer-group", f"bench-{run}")
     first = None
+    cpu: dict[int, float] = {}
     while proc.poll() is None:
         if first is None and _files(out, "runs"):
             first = time.monotonic()
         load_max = max(load_max, os.getloadavg()[0])
+        _tree_cpu(proc.pid, cpu)
         time.sleep(0.2)
     wall = time.monotonic() - start
+    cpu1 = _cpu_stat()
     if proc.returncode != 0:
         raise SystemExit(f"the stream job failed ({proc.returncode}); see {log}")
     after_first = wall - ((first or start) - start)
     return {"events": len(records), "accounted": _accounted(out), "wall_s": wall, "load_start": load_start,
             "load_max": load_max, "events_per_s_wall": len(records) / wall,
-            "events_per_s_after_start": len(records) / max(after_first, 1e-9)}  # fmt: skip
+            "events_per_s_after_start": len(records) / max(after_first, 1e-9),
+            "cpu_s": sum(cpu.values()), "steal": (cpu1[1] - cpu0[1]) / max(cpu1[0] - cpu0[0], 1)}  # fmt: skip
 
 
 def _live_producer(bootstrap: str, topic: str, seconds: float, calls_per_s: float, stop: threading.Event) -> int:
@@ -221,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     from kafka_local import KafkaBroker
     from tools.jars import ensure_jars
 
+    print(machine_line(), flush=True)
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     try:
         with KafkaBroker(ensure_jars(log=lambda m: None)["kafka_lib"], workdir=work / "kafka") as broker:
@@ -231,13 +296,18 @@ def main(argv: list[str] | None = None) -> int:
                 rates = []
                 for run in range(1, args.runs + 1):
                     _settle(args.start_load, 180)
+                    floor = parse_floor(broker.bootstrap, "history", len(records), 16 << 20)
                     t = throughput(work, broker.bootstrap, records, declarations, run)
-                    rates.append(t["events_per_s_after_start"])
+                    rates.append((t["events_per_s_after_start"], t["events_per_s_after_start"] / floor))
                     print(f"throughput {run}: {t['events']:,} events, {t['accounted']:,} accounted, {t['wall_s']:.1f} s wall "
                           f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
-                          f"{t['events_per_s_after_start']:,.0f} after the first file); "
-                          f"load {t['load_start']:.1f} at the start, {t['load_max']:.1f} at most", flush=True)  # fmt: skip
-                print(f"throughput median: {statistics.median(rates):,.0f} events/s after the first file ({len(rates)} runs)")
+                          f"{t['events_per_s_after_start']:,.0f} after the first file = {rates[-1][1]:.2f}x the parse floor "
+                          f"of {floor:,.0f}/s measured just before); {t['cpu_s']:.0f} CPU s in the job's processes "
+                          f"({t['events'] / max(t['cpu_s'], 1e-9):,.0f} events per CPU s); "
+                          f"load {t['load_start']:.1f} at the start, {t['load_max']:.1f} at most; "
+                          f"CPU stolen by the host {t['steal']:.0%}", flush=True)  # fmt: skip
+                print(f"throughput median: {statistics.median(r for r, _ in rates):,.0f} events/s after the first file, "
+                      f"{statistics.median(x for _, x in rates):.2f}x the parse floor ({len(rates)} runs)")
             if "latency" not in args.skip:
                 lat = latency(work, broker.bootstrap, args.live_seconds, args.calls_per_second, args.grace_seconds)
                 print(f"latency: {lat['readings']:,} live readings of {lat['sent']:,} events sent; tool_end to file "

@@ -80,6 +80,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
     p.add_argument("--checkpoint-seconds", type=float, default=10.0,
                    help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
+    p.add_argument("--job-server-heap-mb", type=int, default=None, metavar="MB",
+                   help="Flink: the job server's heap, which holds the embedded Flink and its state "
+                        "(default: an eighth of the machine's memory, 1024-8192)")
     p.add_argument("--no-resume", action="store_true",
                    help="Flink: start without the state dir's latest checkpoint (default: resume from it when there is one)")
 
@@ -206,7 +209,8 @@ class FlinkSession:
                 master = "[local]"
             try:
                 conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
-                self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf).start()
+                self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf,
+                                        heap_mb=getattr(self.args, "job_server_heap_mb", None)).start()
             except JobServerError as exc:
                 raise FlinkStartError(str(exc)) from exc
             self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]

@@ -260,6 +260,8 @@ def _check(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be more than 0")
     if args.max_event_bytes <= 0 or args.max_records < 0:
         raise UsageError("--max-event-bytes must be more than 0 and --max-records 0 or more")
+    if args.job_server_heap_mb is not None and args.job_server_heap_mb < 256:
+        raise UsageError("--job-server-heap-mb must be 256 or more")
     if os.path.isfile(args.output):
         raise UsageError(f"--output {args.output} is a file; give a folder")
 

@@ -115,8 +115,8 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
     class FakeServer:
         endpoint = "localhost:1"
 
-        def __init__(self, jar, master, log, conf_dir=None):
-            started.update(master=master, conf_dir=conf_dir)
+        def __init__(self, jar, master, log, conf_dir=None, heap_mb=None):
+            started.update(master=master, conf_dir=conf_dir, heap_mb=heap_mb)
 
         def start(self):
             return self
@@ -134,6 +134,15 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
     conf = (started["conf_dir"] / "flink-conf.yaml").read_text()
     assert f"execution.savepoint.path: {newest.as_uri()}" in conf
     assert "execution.savepoint.ignore-unclaimed-state: true" in conf
+
+
+def test_the_job_server_heap_is_capped_by_default_and_settable(tmp_path):
+    from footprint_audit.pipelines.flink_local import JobServer, default_heap_mb
+
+    sized = JobServer("/x.jar", "[local]", tmp_path / "log").command()
+    assert f"-Xmx{default_heap_mb()}m" in sized and "-XX:+ExitOnOutOfMemoryError" in sized
+    assert 1024 <= default_heap_mb() <= 8192
+    assert "-Xmx1500m" in JobServer("/x.jar", "[local]", tmp_path / "log", heap_mb=1500).command()
 
 
 class _Job:
