@@ -131,3 +131,16 @@ def test_the_watch_flags_are_checked(capsys):
             stream_mod.run(["--source", "file://x", "--output", "o", *flag])
         assert exited.value.code == 2
         assert "must be 0 or more" in capsys.readouterr().err
+
+
+def test_a_metrics_port_already_taken_is_refused_in_one_sentence(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = stream_mod.run(["--source", f"file://{tmp_path}/*.jsonl", "--output", str(tmp_path / "out"),
+                               "--metrics-port", str(port)])
+    assert code == 2
+    assert f"--metrics-port {port}: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
