@@ -19,6 +19,7 @@ launcher's own.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import sys
@@ -43,11 +44,11 @@ CHECK_SECONDS = 5.0
 KAFKA_TIMEOUT = 10.0
 
 
-def _at_least_zero(kind: type) -> Callable[[str], Any]:
+def _at_least_zero(kind: type, most: float = math.inf) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError("must be 0 or more")
+        if not 0 <= value <= most:
+            raise argparse.ArgumentTypeError("must be 0 or more" + (f" and {most} or less" if most < math.inf else ""))
         return value
 
     return parse
@@ -57,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """`stream`'s flags for watching the running job."""
     p.add_argument("--progress-seconds", type=_at_least_zero(float), default=60.0,
                    help="print a progress line on stderr this often (0: never; default 60)")
-    p.add_argument("--metrics-port", type=_at_least_zero(int), default=0, metavar="PORT",
+    p.add_argument("--metrics-port", type=_at_least_zero(int, 65535), default=0, metavar="PORT",
                    help="serve the progress figures for Prometheus on 127.0.0.1:PORT/metrics, and readiness on "
                         "/ready (default: no endpoint)")
 
@@ -255,16 +256,19 @@ class Watch:
         last_t, last_n = time.monotonic(), 0
         try:
             while not self.stop.wait(tick):
-                if check is not None:
-                    self._check_kafka(check)
-                if self.every and time.monotonic() - last_t >= self.every - tick / 10:
-                    figures = self.figures()
-                    now = time.monotonic()
-                    if figures.records is not None:
-                        n = figures.records
-                        figures, last_n = replace(figures, per_minute=(n - last_n) * 60 / (now - last_t)), n
-                    last_t = now
-                    self.say(progress_line(figures))
+                try:
+                    if check is not None:
+                        self._check_kafka(check)
+                    if self.every and time.monotonic() - last_t >= self.every - tick / 10:
+                        figures = self.figures()
+                        now = time.monotonic()
+                        if figures.records is not None:
+                            n = figures.records
+                            figures, last_n = replace(figures, per_minute=(n - last_n) * 60 / (now - last_t)), n
+                        last_t = now
+                        self.say(progress_line(figures))
+                except Exception:  # noqa: BLE001 - the watch must not end the job, nor print a traceback
+                    logging.getLogger(__name__).warning("the stream's watch failed a check", exc_info=True)
         finally:
             if check is not None:
                 check.close()

@@ -126,7 +126,7 @@ def test_a_failed_offset_commit_is_counted():
 
 
 def test_the_watch_flags_are_checked(capsys):
-    for flag in (["--progress-seconds", "-1"], ["--metrics-port", "-5"]):
+    for flag in (["--progress-seconds", "-1"], ["--metrics-port", "-5"], ["--metrics-port", "65536"]):
         with pytest.raises(SystemExit) as exited:
             stream_mod.run(["--source", "file://x", "--output", "o", *flag])
         assert exited.value.code == 2
