@@ -49,7 +49,7 @@ from footprint_audit.transforms.stream_write import MarkEndOfInput, WriteStreamT
 from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.memory import leave_huge_pages_off
 
-from . import flink_state
+from . import flink_state, stream_watch
 from .errors import UsageError, failure_sentence
 from .inputs import expand_inputs
 from .interrupts import interrupted_exit
@@ -61,6 +61,8 @@ __all__ = ["run", "build_stream", "parse_source", "UsageError"]
 
 #: How many times a job whose Kafka read never started is submitted in all.
 START_ATTEMPTS = 3
+#: The file (in the state dir) the Kafka read creates when it first runs.
+READ_STARTED = "_read-started"
 
 
 class JobFailed(RuntimeError):
@@ -209,7 +211,16 @@ def _parser() -> FlagParser:
                    help="Flink: submit the job again when its Kafka read has not started this long after the job "
                         "began running (0: never; default 120)")
     flink_state.add_arguments(p)
+    stream_watch.add_arguments(p)
     return p
+
+
+def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> stream_watch.Watch:
+    """The running job's progress line, metrics endpoint and outage lines (`pipelines.stream_watch`)."""
+    kind, parts = parse_source(args.source)
+    kafka = (parts["brokers"], parts["topic"], args.consumer_group) if kind == "kafka" else None
+    started = str(session.state_dir / READ_STARTED) if session.state_dir else None
+    return stream_watch.Watch(args.progress_seconds, args.metrics_port, kafka, session.state_dir, started)
 
 
 #: What `_wait` returns for a job whose Kafka read the runner never started in time.
@@ -283,7 +294,7 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
-        with flink_state.FlinkSession(args, beam_args) as session:
+        with flink_state.FlinkSession(args, beam_args) as session, _watch(args, session):
             options = PipelineOptions(session.beam_args)
             runner: Any = None
             if options.view_as(StandardOptions).runner is None:
@@ -293,7 +304,7 @@ def run(argv: list[str] | None = None) -> int:
             bounded = bool(args.max_records or args.max_read_seconds)
             # On Flink, a Kafka read the runner has not started in time is submitted again (docs/streaming.md, "A start that stalls").
             watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
-            started = str(session.state_dir / "_read-started") if watched and session.state_dir else None
+            started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
             for attempt in range(1, START_ATTEMPTS + 1):
                 pipeline = beam.Pipeline(runner=runner, options=options)
                 end_marker = session.end_marker() if bounded else None

@@ -40,6 +40,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.utils.timestamp import Duration, Timestamp
 
+from . import stream_status
 from .stream_events import stamp_message
 
 __all__ = [
@@ -433,10 +434,10 @@ class _ReadKafkaFn(beam.DoFn):
         if shared.at != wanted:  # a fresh consumer, or the runner moved the restriction
             consumer.assign([TopicPartition(spec.topic, p, off) for p, off in sorted(wanted.items())])
             shared.at = dict(wanted)
-        current = estimator.current_watermark()
-        wm_ms = int(current.micros // 1000) if current is not None and current.micros > -(1 << 62) else None
+        wm_ms = _ms(estimator.current_watermark())
         deadline = time.monotonic() + BUNDLE_SECONDS
         got: set[int] = set()
+        read = 0
         while limit != 0 and time.monotonic() < deadline:
             batch = consumer.consume(MAX_POLL_RECORDS if limit < 0 else min(limit, MAX_POLL_RECORDS), 0.1)
             if not batch:
@@ -450,12 +451,14 @@ class _ReadKafkaFn(beam.DoFn):
                 if not tracker.try_claim(_Record(p, offset, event_ms)):
                     # the runner split the restriction: the rest is its residual's
                     shared.at = {}
+                    stream_status.note_read(spec.topic, read, {q: pos.next_offset for q, pos in positions.items()}, None)
                     return
                 held = positions[p]
                 positions[p] = PartitionPosition(p, offset + 1, max(held.max_event_ms, event_ms), -1)
                 shared.at[p] = offset + 1
                 got.add(p)
                 self.records.inc()
+                read += 1
                 yield item
                 limit -= 1
                 if limit == 0:
@@ -480,7 +483,14 @@ class _ReadKafkaFn(beam.DoFn):
             current = estimator.current_watermark()
             if current is None or target > current:
                 estimator.set_watermark(target)
+        at = {p: pos.next_offset for p, pos in positions.items()}
+        stream_status.note_read(spec.topic, read, at, _ms(estimator.current_watermark()))
         tracker.defer_remainder(Duration(seconds=RESUME_SECONDS))
+
+
+def _ms(ts: Timestamp | None) -> int | None:
+    """A watermark in ms since the epoch (None: none, or Beam's minimum)."""
+    return int(ts.micros // 1000) if ts is not None and ts.micros > -(1 << 62) else None
 
 
 def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]], consumer: Any = None) -> None:
@@ -503,6 +513,7 @@ def _commit(spec: KafkaSpec, offsets: dict[int, tuple[int, int]], consumer: Any 
     except (KafkaException, RuntimeError) as exc:
         # the group's offsets only serve a job that starts without a checkpoint; the next
         # finalized bundle commits again
+        stream_status.note_failed_commit()
         logging.getLogger(__name__).warning("could not commit group %r's offsets of %s: %s", spec.group, spec.topic, exc)
 
 

@@ -84,6 +84,7 @@ from .calls import NOT_NEEDED, join_call_events, run_facts_from
 from .held import decode_held, pack_held, unpack_held
 from .reading_rows import READER_VERSION, reading_row
 from .stream_events import RUN_FACT
+from .stream_status import note_held
 from .worker_gc import tune_gc
 
 __all__ = [
@@ -347,6 +348,7 @@ class _StatefulJoinFn(beam.DoFn):
             changed = True
         if changed:
             state.write(cell)
+            note_held(run_id, _open_calls(cell))
 
     def _add_facts(self, cell: dict[Any, Any], facts: list[tuple[bytes, int]], read_timer: Any, forget_timer: Any) -> bool:
         """Keep the run's new facts (each once); when what they say changes, the calls already read
@@ -462,6 +464,7 @@ class _StatefulJoinFn(beam.DoFn):
             # the events are released; the record stays as a tombstone for one more allowed lateness
             cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
         state.write(cell)
+        note_held(key, _open_calls(cell))
         forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
 
     @on_timer(FORGET)
@@ -525,6 +528,11 @@ class _StatefulJoinFn(beam.DoFn):
 
 
 _FRESH = _CallState()
+
+
+def _open_calls(cell: dict[Any, Any]) -> int:
+    """How many calls a run's cell holds that are not closed (`transforms.stream_status`)."""
+    return sum(1 for call_id, held in cell.items() if call_id is not None and not held.closed)
 
 
 def _facts_of(held: list) -> RunFacts:
