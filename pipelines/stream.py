@@ -273,6 +273,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         check_beam_args(beam_args, parser.long_flags)
         declarations = load_declarations(args.declarations)
+        args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
         kind, parts = parse_source(args.source)
         _check(args)
         if kind == "kafka":
