@@ -196,6 +196,7 @@ def reading_values(
 
     The form the job's writer takes (`transforms.write.rows_to_arrow`): no dict is built
     per call, and the values are already in the order Arrow's columns are made in.
+    `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row.
     """
     end = call.end
     if end is not None:

@@ -32,6 +32,7 @@ import pytest
 from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines import reassess
 from stream_harness import (
+    WAIT_SECONDS,
     accounted,
     counted_raw,
     example_events,
@@ -329,6 +330,13 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
                                     lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle")
         assert _committed(broker.bootstrap, "events") < len(records)
         produce(broker.bootstrap, "events", rest)
+        # other declarations or another event cap would mix two sets of readings into the tables: refused
+        other = tmp_path / "other-declarations.json"
+        other.write_text('{"tools": {"list_hosts": {"rowsAt": "items"}}}')
+        refused = stream_cli(source, out, *bound, "--max-event-bytes", "1048576", log=tmp_path / "refused.log", declarations=other)
+        assert refused.wait(WAIT_SECONDS) == 2
+        said = (tmp_path / "refused.log").read_text()
+        assert "--max-event-bytes 67108864, other --declarations" in said and "--no-resume" in said, said
         with open(log, "a") as f:
             f.write("\n[test] launcher killed; the rest produced; starting again\n")
         again = stream_cli(source, out, *bound, log=log)
