@@ -133,7 +133,7 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
     """Read, join, read calls and write the three tables under `out`; returns counts."""
     tune_gc()  # as the job does when it starts (and its reading DoFns in their setup)
-    rows_at_for = declarations.rows_at_for
+    rows_at_for, sha = declarations.rows_at_for, declarations.sha256
     readings: list[tuple] = []
     dead: list[dict] = []
     runs: list[dict] = []
@@ -145,7 +145,7 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
             joined_runs = [(run, join_run(run)) for run in opened.runs]
             for run, joined in joined_runs:
                 events += len(run.events) + len(run.dead_letters)
-                readings.extend(reading_values(c, rows_at_for) for c in joined.calls)
+                readings.extend(reading_values(c, rows_at_for, declarations_sha256=sha) for c in joined.calls)
             file_dead, file_runs = document_rows(opened, joined_runs)
             dead += file_dead
             runs += file_runs
@@ -153,7 +153,7 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
         fmt, items = opened
         for item in items:
             streams.add(path, fmt, item)
-    readings.extend(reading_values(call, rows_at_for) for call in streams.joined_calls())
+    readings.extend(reading_values(call, rows_at_for, declarations_sha256=sha) for call in streams.joined_calls())
     dead.extend(streams.dead)
     runs.extend(streams.run_rows())
     events += streams.events

@@ -55,7 +55,8 @@ PHASES = ("read", "key", "join", "readers", "rows", "write")
 def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     """CPU seconds of the floor, each phase and `values` on the input `pattern`; tables under `out`."""
     files = [p for p, _ in list_inputs(pattern)]
-    rows_at_for = load_declarations(declarations).rows_at_for
+    decl = load_declarations(declarations)
+    rows_at_for, sha = decl.rows_at_for, decl.sha256
     tune_gc()  # as the job and the baseline do
     clock = time.process_time
     cpu: dict[str, float] = {}
@@ -90,7 +91,7 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
         cpu["key"] += clock() - t
         t = clock()
         file_calls = [call for _, joined in runs for call in joined.calls]
-        readings += [reading_values(call, rows_at_for) for call in file_calls]
+        readings += [reading_values(call, rows_at_for, declarations_sha256=sha) for call in file_calls]
         cpu["readers"] += clock() - t
         t = clock()
         file_dead, file_runs = document_rows(opened, runs)
@@ -105,7 +106,7 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     cpu["join"] += clock() - t
 
     t = clock()
-    readings += [reading_values(call, rows_at_for) for call in stream_calls]
+    readings += [reading_values(call, rows_at_for, declarations_sha256=sha) for call in stream_calls]
     cpu["readers"] += clock() - t
     texts += _value_texts(stream_calls)
     ncalls += len(stream_calls)

@@ -106,8 +106,19 @@ def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
 
 
 #: What a restored job must share with the one that wrote the checkpoint: its state holds the read
-#: (topic, group) and calls joined under these settings.
-_SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seconds", "window_seconds")
+#: (topic, group) and calls joined under these settings, and readings made with these declarations
+#: (`declarations_sha256`: `Declarations.sha256`, set by `stream.run`) and this event cap.
+_SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seconds", "window_seconds",
+             "max_event_bytes", "declarations_sha256")
+
+
+def _setting(name: str, theirs: Any, mine: Any) -> str:
+    """How a refusal names a setting the checkpoint's job had otherwise."""
+    if name != "declarations_sha256":
+        return f"--{name.replace('_', '-')} {theirs}"
+    if theirs is None:
+        return "no --declarations"
+    return f"other --declarations (rowsAt of sha256 {theirs[:12]}…; these: {mine[:12] + '…' if mine else 'none'})"
 
 
 def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None) -> None:
@@ -130,7 +141,7 @@ def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None)
             )
         differ = [name for name in _SAME_JOB if name in theirs and theirs[name] != mine[name]]
         if differ:
-            flags = ", ".join(f"--{name.replace('_', '-')} {theirs[name]}" for name in differ)
+            flags = ", ".join(_setting(name, theirs[name], mine[name]) for name in differ)
             raise UsageError(
                 f"{state} holds the checkpoint of a job with {flags}: start with those, or give --no-resume "
                 "(or another --state-dir) to start without it"
@@ -164,6 +175,11 @@ class FlinkSession:
         if self.state_dir is None:
             return None
         return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
+
+    def forget_checkpoints(self) -> None:
+        """Delete the state dir's checkpoints (a bounded read that ended: all it read is written and committed)."""
+        if self.state_dir is not None:
+            _forget_other_jobs(self.state_dir / "checkpoints", None)
 
     def __enter__(self) -> "FlinkSession":
         runner = (runner_of(self.beam_args) or "").lower()

@@ -14,7 +14,6 @@ Emits:   the staged `manifest/` Parquet file; reads files to hash them.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -35,7 +34,7 @@ _CHUNK = 1 << 20
 
 def declarations_json(declarations: Declarations) -> str:
     """The declarations that decide a reading (`{tool: rowsAt}`) as JSON with sorted keys."""
-    return json.dumps(declarations.rows_at, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return declarations.canonical()
 
 
 def file_sha256(path: str) -> str | None:

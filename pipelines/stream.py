@@ -40,7 +40,7 @@ from apache_beam.transforms import window
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms import sources
 from footprint_audit.transforms.accounting import add_counts, run_row
-from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions
+from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, records_read
 from footprint_audit.transforms.pubsub_read import ReadPubSubEvents
 from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
@@ -286,10 +286,16 @@ def run(argv: list[str] | None = None) -> int:
     try:
         check_beam_args(beam_args, parser.long_flags)
         declarations = load_declarations(args.declarations)
+        args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
         kind, parts = parse_source(args.source)
         _check(args)
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
+            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
+            if args.max_records and records_read(group) >= args.max_records:  # before a job starts (and resumes)
+                print(f"footprint-audit stream: group {args.consumer_group} has already read the {args.max_records} "
+                      f"records --max-records asks for on {parts['topic']}; nothing to do")
+                return 0
     except (UsageError, DeclarationsError, OptionsError, ValueError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
@@ -323,9 +329,11 @@ def run(argv: list[str] | None = None) -> int:
                     raise
                 if state == "ENDED" and kind == "kafka":
                     # everything read is written: the group's offsets say so, also when the job ended
-                    # before a checkpoint committed them (a rerun then reads on from there)
-                    commit_positions(KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes),
-                                     positions_file(end_marker))
+                    # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
+                    # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
+                    # checkpoint taken mid-read (read again) or after the read finished (it would never read)
+                    if commit_positions(group, positions_file(end_marker)):
+                        session.forget_checkpoints()
                 if state != NOT_STARTED:
                     break
                 print(f"footprint-audit stream: the runner had not started the Kafka read {args.read_start_seconds:.0f} s "

@@ -9,7 +9,10 @@ Emits:   nothing (reads the file it is handed).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,16 @@ class Declarations:
         if tool_name is None:
             return None
         return self.rows_at.get(tool_name)
+
+    def canonical(self) -> str:
+        """What decides a reading (`{tool: rowsAt}`) as JSON with sorted keys: the manifest's `declarations`."""
+        return json.dumps(self.rows_at, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    @cached_property
+    def sha256(self) -> str | None:
+        """The sha256 of `canonical()` (a file's layout, order and other keys do not change it), as
+        `readings.declarations_sha256` and a stream's checkpoint record it; None: no declarations given."""
+        return None if self.source is None else hashlib.sha256(self.canonical().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def validate_declarations(doc: Any, where: str = "declarations") -> Declarations:

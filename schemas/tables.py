@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Bumped on any breaking change to a table below (renaming or dropping a column).
-SCHEMA_VERSION = "1"
+#: Bumped on any change to a table below (renaming or dropping a column is breaking).
+#: 2: `readings.declarations_sha256`.
+SCHEMA_VERSION = "2"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
@@ -86,6 +87,8 @@ READINGS = pa.schema(
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("event_index", pa.int64()),
         pa.field("reader_version", pa.string(), nullable=False),
+        # sha256 of the declarations' rowsAt (`Declarations.sha256`); null: made with no --declarations.
+        pa.field("declarations_sha256", pa.string()),
         # Streaming additions: batch readings have revision 0 and no emitted_at.
         pa.field("revision", pa.int32(), nullable=False),
         pa.field("emitted_at", pa.timestamp("ms", tz="UTC")),

@@ -84,6 +84,40 @@ def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
         assert s.restored is None
 
 
+@pytest.mark.parametrize("changed, named", [
+    ({"max_event_bytes": 2048}, "--max-event-bytes 1024"),
+    ({"declarations_sha256": "cd" * 32}, "other --declarations (rowsAt of sha256 abababababab…; these: cdcdcdcdcdcd…)"),
+    ({"declarations_sha256": None}, "other --declarations (rowsAt of sha256 abababababab…; these: none)"),
+])
+def test_a_checkpoint_made_with_other_declarations_or_event_cap_is_refused_in_one_sentence(tmp_path, changed, named):
+    same = dict(max_event_bytes=1024, declarations_sha256="ab" * 32)
+    with FlinkSession(_args(tmp_path, **same), list(REMOTE)):
+        pass
+    _checkpoint(tmp_path, "b" * 32, 2)
+    with FlinkSession(_args(tmp_path, **same), list(REMOTE)) as s:  # the same ones: resumed
+        assert s.restored is not None
+    with pytest.raises(UsageError) as refused:
+        with FlinkSession(_args(tmp_path, **{**same, **changed}), list(REMOTE)):
+            pass
+    said = str(refused.value)
+    assert named in said and "--no-resume" in said and "--state-dir" in said and said.count(". ") == 0
+    with FlinkSession(_args(tmp_path, **{**same, **changed}, no_resume=True), list(REMOTE)) as s:
+        assert s.restored is None
+
+
+def test_the_declarations_hash_is_of_their_rowsat_not_the_file_bytes(tmp_path):
+    from footprint_audit.schemas.declarations import Declarations, load_declarations
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"tools": {"x": {"rowsAt": "rows"}, "y": {"rowsAt": "hits"}}}')
+    b.write_text('{\n  "id": "app", "version": "2",\n  "tools": {"y": {"rowsAt": "hits"}, "x": {"rowsAt": "rows"}}\n}\n')
+    assert load_declarations(str(a)).sha256 == load_declarations(str(b)).sha256
+    assert len(load_declarations(str(a)).sha256 or "") == 64
+    b.write_text('{"tools": {"x": {"rowsAt": "items"}, "y": {"rowsAt": "hits"}}}')
+    assert load_declarations(str(a)).sha256 != load_declarations(str(b)).sha256
+    assert load_declarations(None).sha256 is None and Declarations().sha256 is None
+
+
 def test_a_checkpoint_whose_join_state_has_another_layout_is_refused_in_one_sentence(tmp_path):
     import json
 

@@ -128,7 +128,8 @@ def write_stream(d: Path, runs: list[list[dict]], rnd, files: int) -> None:
 
 def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
     """(readings rows, events in runs, dead letters) of the files under `d`, without Beam."""
-    rows_at = load_declarations(decl_path).rows_at_for
+    declarations = load_declarations(decl_path)
+    rows_at, sha = declarations.rows_at_for, declarations.sha256
     readings: list[dict] = []
     events = dead = 0
     stream: dict[str, list[tuple[str, Event]]] = {}
@@ -138,7 +139,7 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
             dead += len(opened.dead_letters)
             for run in opened.runs:
                 joined = join_run(run)
-                readings += [reading_row(c, rows_at) for c in joined.calls]
+                readings += [reading_row(c, rows_at, declarations_sha256=sha) for c in joined.calls]
                 events += len(run.events) + len(run.dead_letters)
                 dead += len(run.dead_letters) + len(joined.dead_letters)
                 assert len(run.events) == joined.used + joined.not_needed + len(joined.dead_letters)
@@ -161,7 +162,7 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
             elif kind is not NOT_NEEDED:
                 dead += 1
         for cid, call_items in by_call.items():
-            readings += [reading_row(c, rows_at) for c in join_call_events(run_id, cid, call_items, facts)]
+            readings += [reading_row(c, rows_at, declarations_sha256=sha) for c in join_call_events(run_id, cid, call_items, facts)]
     return readings, events, dead
 
 

@@ -210,6 +210,7 @@ def test_a_ran_call_gives_this_whole_row():
         "source_file": FILE,
         "event_index": 2,
         "reader_version": READER_VERSION,
+        "declarations_sha256": None,
         "revision": 0,
         "emitted_at": None,
     }
@@ -239,12 +240,13 @@ def test_every_readings_column_is_present_for_every_kind_of_call():
         fits_schema(row)
 
 
-def test_reader_version_is_handed_in():
+def test_reader_version_and_declarations_hash_are_handed_in():
     rec = Recorder()
     rec.end(result=[])
     calls = rec.calls()
     assert reading_row(calls[0], no_rows_at, "9.9.9")["reader_version"] == "9.9.9"
     assert reading_row(calls[0], no_rows_at)["reader_version"] == READER_VERSION
+    assert reading_row(calls[0], no_rows_at, "9.9.9", "ab" * 32)["declarations_sha256"] == "ab" * 32
 
 
 def test_ended_at_is_the_tool_end_wall_clock_as_utc():

@@ -20,7 +20,7 @@ from apache_beam.transforms.window import TimestampedValue
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines import stream as stream_mod
-from footprint_audit.schemas.declarations import Declarations
+from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import Event
 from footprint_audit.transforms.held import hold
 from footprint_audit.transforms.stream_join import StatefulCallJoin
@@ -335,6 +335,8 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     assert stream_mod.run(["--source", "file://examples/recordings/**", "--output", str(streamed), "--declarations", "examples/declarations.json"]) == 0
     assert assert_stream_matches_batch(batch, streamed) > 40
     assert {r["revision"] for r in load_table(streamed, "readings")} == {0}
+    # both made with the same declarations, and say so alike (compared above too)
+    assert {r["declarations_sha256"] for r in load_table(streamed, "readings")} == {load_declarations("examples/declarations.json").sha256}
     bad_field = [r for r in load_table(streamed, "dead_letters") if r["reason"] == "bad-field"]
     assert bad_field and all('"wallClockMs"' in r["raw"] for r in bad_field)  # the event's bytes, not ""
     # the closing line sums up the tables the job wrote

@@ -50,8 +50,8 @@ class _ApplyReadersFn(beam.DoFn):
         self._n += len(group)
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
-        rows_at_for, version = self.declarations.rows_at_for, self.reader_version
-        return (ReadingRows([reading_values(call, rows_at_for, version) for call in group]),)
+        rows_at_for, version, sha = self.declarations.rows_at_for, self.reader_version, self.declarations.sha256
+        return (ReadingRows([reading_values(call, rows_at_for, version, sha) for call in group]),)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)

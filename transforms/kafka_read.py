@@ -45,7 +45,7 @@ from .stream_events import stamp_message
 
 __all__ = [
     "ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
-    "write_positions", "commit_positions",
+    "write_positions", "commit_positions", "records_read",
 ]
 
 #: A record's offset and value are read for at most this long per bundle before the
@@ -208,18 +208,10 @@ class _KafkaRestrictions(RestrictionProvider):
         the read starts `rewind_ms` of event time before that, so calls that were in flight (in
         their grace period, or waiting for declarations) are read again whole.
         """
-        from confluent_kafka import TopicPartition
-
         consumer = _consumer(spec)
         try:
-            topic = consumer.list_topics(spec.topic, timeout=60).topics.get(spec.topic)
-            if topic is None or topic.error is not None or not topic.partitions:
-                raise RuntimeError(f"Kafka topic {spec.topic!r} has no partitions (does it exist?)")
-            parts = sorted(topic.partitions)
-            committed = _retrying(lambda: consumer.committed([TopicPartition(spec.topic, p) for p in parts], timeout=30))
             start, done = [], 0
-            for tp in committed:
-                earliest = consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]
+            for tp, earliest in _group_offsets(consumer, spec):
                 if 0 <= tp.offset < earliest:
                     logging.getLogger(__name__).warning(
                         "%d record(s) of %s partition %d were deleted by the broker (retention) before group %r read them",
@@ -244,6 +236,32 @@ class _KafkaRestrictions(RestrictionProvider):
 
     def split(self, spec: KafkaSpec, restriction: KafkaPositions) -> Iterable[KafkaPositions]:
         yield restriction  # one reader for the topic: it alone sees every partition's event time
+
+
+def _group_offsets(consumer: Any, spec: KafkaSpec) -> list[tuple[Any, int]]:
+    """Each partition's committed offset (a `TopicPartition`; offset < 0: none) and earliest kept offset."""
+    from confluent_kafka import TopicPartition
+
+    topic = consumer.list_topics(spec.topic, timeout=60).topics.get(spec.topic)
+    if topic is None or topic.error is not None or not topic.partitions:
+        raise RuntimeError(f"Kafka topic {spec.topic!r} has no partitions (does it exist?)")
+    wanted = [TopicPartition(spec.topic, p) for p in sorted(topic.partitions)]
+    committed = _retrying(lambda: consumer.committed(wanted, timeout=30))
+    return [(tp, consumer.get_watermark_offsets(TopicPartition(spec.topic, tp.partition), timeout=60)[0]) for tp in committed]
+
+
+def records_read(spec: KafkaSpec) -> int:
+    """How many records the group's committed offsets cover, from each partition's earliest kept
+    offset: what a bounded read counts against `max_records` before it reads (less any rewind)."""
+    from confluent_kafka import KafkaException
+
+    consumer = _consumer(spec)
+    try:
+        return sum(max(tp.offset - earliest, 0) for tp, earliest in _group_offsets(consumer, spec))
+    except KafkaException as exc:
+        raise ValueError(f"the Kafka brokers {spec.brokers} did not say what group {spec.group} has read ({exc.args[0]})") from None
+    finally:
+        consumer.close()
 
 
 def _seen_ms(metadata: Any) -> int | None:
@@ -394,7 +412,7 @@ class _ReadKafkaFn(beam.DoFn):
         if started_ms < 0:
             started_ms = now_ms
             tracker.try_claim(_Note(started_ms=now_ms))
-        limit = spec.max_records - start.read if spec.max_records else -1
+        limit = max(spec.max_records - start.read, 0) if spec.max_records else -1  # below 0 it would never end
         if limit == 0 or (spec.max_read_seconds and now_ms - started_ms >= spec.max_read_seconds * 1000):
             tracker.try_claim(_FINISH)  # a bounded read is over: no remainder
             if spec.ended_marker:

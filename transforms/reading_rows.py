@@ -190,11 +190,13 @@ def reading_values(
     call: Call,
     rows_at_for: Callable[[str | None], str | None],
     reader_version: str = READER_VERSION,
+    declarations_sha256: str | None = None,
 ) -> tuple:
     """One call → its `readings` row as a tuple of values in the table's column order (`READING_COLUMNS`).
 
     The form the job's writer takes (`transforms.write.rows_to_arrow`): no dict is built
     per call, and the values are already in the order Arrow's columns are made in.
+    `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row.
     """
     end = call.end
     if end is not None:
@@ -257,6 +259,7 @@ def reading_values(
         call.source_file,
         call.event_index,
         reader_version,
+        declarations_sha256,
         0,  # revision
         None,  # emitted_at
     )
@@ -271,9 +274,10 @@ def reading_row(
     call: Call,
     rows_at_for: Callable[[str | None], str | None],
     reader_version: str = READER_VERSION,
+    declarations_sha256: str | None = None,
 ) -> dict:
     """One call → its `readings` row (every column of `schemas.tables.READINGS`), as a dict."""
-    return dict(zip(READING_COLUMNS, reading_values(call, rows_at_for, reader_version)))
+    return dict(zip(READING_COLUMNS, reading_values(call, rows_at_for, reader_version, declarations_sha256)))
 
 
 #: Columns whose strings come from inside the value (JSON text may escape lone surrogates).

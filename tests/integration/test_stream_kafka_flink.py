@@ -32,6 +32,7 @@ import pytest
 from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines import reassess
 from stream_harness import (
+    WAIT_SECONDS,
     accounted,
     counted_raw,
     example_events,
@@ -329,6 +330,13 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
                                     lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle")
         assert _committed(broker.bootstrap, "events") < len(records)
         produce(broker.bootstrap, "events", rest)
+        # other declarations or another event cap would mix two sets of readings into the tables: refused
+        other = tmp_path / "other-declarations.json"
+        other.write_text('{"tools": {"list_hosts": {"rowsAt": "items"}}}')
+        refused = stream_cli(source, out, *bound, "--max-event-bytes", "1048576", log=tmp_path / "refused.log", declarations=other)
+        assert refused.wait(WAIT_SECONDS) == 2
+        said = (tmp_path / "refused.log").read_text()
+        assert "--max-event-bytes 67108864, other --declarations" in said and "--no-resume" in said, said
         with open(log, "a") as f:
             f.write("\n[test] launcher killed; the rest produced; starting again\n")
         again = stream_cli(source, out, *bound, log=log)
@@ -385,6 +393,54 @@ def test_a_bounded_read_run_twice_counts_once(integration_jars, tmp_path):
         finish(stream_cli(source, out, *command, log=log), log)
     assert first == accounted(out) == len(records)
     assert assert_stream_matches_batch(reassess_examples(tmp_path / "batch"), out) > 40
+
+
+def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_reads_the_rest(integration_jars, tmp_path):
+    """A bounded read that ended (checkpointing as it read) forgets its checkpoints once its offsets
+    are committed; the same command again says in one line that the group has read what it asks for
+    and exits 0 before any job server starts, the tables as they were; a larger --max-records then
+    reads on from the committed offsets (not from a checkpoint: nothing it read is read again from one),
+    and every record is counted once."""
+    from kafka_broker import KafkaBroker
+
+    from footprint_audit.pipelines.flink_state import latest_checkpoint
+    from footprint_audit.pipelines.report import check_output_dir, connect, fetch
+
+    def runs_view() -> list[dict]:
+        con = connect(out, check_output_dir(out))
+        return fetch(con, "SELECT run_id, source_file, events, dead_letters, tool_calls FROM runs ORDER BY ALL")
+
+    records = example_records()
+    out, log, again_log = tmp_path / "stream", tmp_path / "stream.log", tmp_path / "again.log"
+    state = out / "_state"
+    with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path / "kafka") as broker:
+        broker.create_topic("events", partitions=PARTITIONS)
+        produce(broker.bootstrap, "events", records)
+        source = f"kafka://{broker.bootstrap}/events"
+        command = ("--max-records", str(len(records)), "--checkpoint-seconds", "1")
+        first = stream_cli(source, out, *command, log=log)
+        wait_for(lambda: latest_checkpoint(state / "checkpoints") is not None, "a checkpoint", proc=first, log=log)
+        finish(first, log)
+        assert _committed(broker.bootstrap, "events") == len(records)
+        assert latest_checkpoint(state / "checkpoints") is None  # forgotten: a rerun never resumes (and reads again) from it
+        files, runs, server_log = _files(out), runs_view(), (state / "job-server.log").stat().st_mtime_ns
+        finish(stream_cli(source, out, *command, log=again_log), again_log)
+        said = again_log.read_text()
+        assert (f"footprint-audit stream: group footprint-audit has already read the {len(records)} records "
+                "--max-records asks for on events; nothing to do") in said, said
+        assert (state / "job-server.log").stat().st_mtime_ns == server_log  # no job server was started
+        assert _files(out) == files and runs_view() == runs and accounted(out) == len(records)
+        # two more records (a call of a run of its own, after the examples): a larger bound reads just them
+        ms = max(m for m, _r, _b in example_events() if m is not None) + 1_000
+        meta = {"runId": "run-after-the-bound", "wallClockMs": ms}
+        more = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "a-1", "toolName": "list_hosts"}, "meta": meta},
+                {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "a-1", "result": {"hosts": [1]}}, "meta": meta}]
+        produce(broker.bootstrap, "events", [(partition_of(meta["runId"], PARTITIONS), ms, orjson.dumps(r)) for r in more])
+        finish(stream_cli(source, out, "--max-records", str(len(records) + 2), "--checkpoint-seconds", "1", log=log), log)
+        assert _committed(broker.bootstrap, "events") == len(records) + 2
+    assert accounted(out) == len(records) + 2
+    assert [r["rows"] for r in load_table(out, "readings") if r["run_id"] == "run-after-the-bound"] == [1]
+    assert all(_files(out).get(name) == seen for name, seen in files.items())
 
 
 def _committed(bootstrap: str, topic: str, group: str = "footprint-audit") -> int:
