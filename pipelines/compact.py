@@ -137,6 +137,8 @@ def compact_output(
 
     None when another pass holds the output's lock. `stop` set ends the pass between folders."""
     root, done = Path(out), Pass()
+    if not root.is_dir():  # nothing written yet
+        return done
     with open(root / ".compact.lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the kernel, also on kill -9
