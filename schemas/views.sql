@@ -31,7 +31,7 @@ CREATE OR REPLACE VIEW readings_all AS
 SELECT * EXCLUDE (filename) FROM (
   WITH rollups AS (
     SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/readings/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB
+    FROM parquet_kv_metadata('{out}/readings/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
   )
   SELECT * FROM read_parquet('{out}/readings/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
   WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
@@ -42,7 +42,7 @@ CREATE OR REPLACE VIEW dead_letters_all AS
 SELECT * EXCLUDE (filename) FROM (
   WITH rollups AS (
     SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/dead_letters/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB
+    FROM parquet_kv_metadata('{out}/dead_letters/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
   )
   SELECT * FROM read_parquet('{out}/dead_letters/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
   WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
@@ -53,7 +53,7 @@ CREATE OR REPLACE VIEW runs_all AS
 SELECT * EXCLUDE (filename) FROM (
   WITH rollups AS (
     SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/runs/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB
+    FROM parquet_kv_metadata('{out}/runs/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
   )
   SELECT * FROM read_parquet('{out}/runs/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
   WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
