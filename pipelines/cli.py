@@ -1,4 +1,4 @@
-"""The `footprint-audit` command: `reassess`, `stream`, `report`, `diff`.
+"""The `footprint-audit` command: `reassess`, `stream`, `compact`, `report`, `diff`.
 
 Pattern: a thin dispatcher; each subcommand owns its flags (`run(argv)`).
 Role:    the console script. A user's mistake is one sentence on stderr and
@@ -23,6 +23,8 @@ commands:
             batch re-assessment of recorded runs into Parquet readings
   stream    --source URI --output DIR [--declarations FILE] [Beam options]
             audit runs as their events arrive (Kafka, Pub/Sub, files)
+  compact   OUT [--retain-hours N] [--idle-seconds S]
+            roll a stream output's window folders up into one file each
   report    DIR [--html FILE]
             what the readings say, in the terminal or as one HTML file
   diff      OLD_DIR NEW_DIR [--html FILE] [--output DIR]
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"footprint-audit {version()}")
         return 0
-    if command not in ("reassess", "stream", "report", "diff"):
+    if command not in ("reassess", "stream", "compact", "report", "diff"):
         print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
         return 2
     try:  # the command's imports too (Beam's take a second or two): Ctrl-C there is the same one line
@@ -54,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             from .reassess import run
         elif command == "stream":
             from .stream import run
+        elif command == "compact":
+            from .compact import run
         elif command == "report":
             from .report import run
         else:

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from footprint_audit.schemas.tables import READINGS, TABLES
 from footprint_audit.transforms.write import write_arrow_file
 
+from .compact import live_table_files
 from .errors import UsageError
 from .manifest import MANIFEST_TABLE, read_manifest
 from .ownership import MARKER
@@ -120,7 +121,7 @@ def check_dir(out: str, which: str) -> None:
 
 
 def _read_readings(out: str) -> pa.Table:
-    files = sorted((Path(out) / "readings").rglob("*.parquet")) if (Path(out) / "readings").is_dir() else []
+    files = live_table_files(out, "readings")  # a stream's roll-up (pipelines.compact) holds what it replaces
     parts = []
     for f in files:
         try:

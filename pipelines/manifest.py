@@ -140,10 +140,11 @@ def build_note(out: str) -> str:
     its manifest holds (`reader version 0.1.0 · 3 increments`); for `report`."""
     from collections import Counter
 
-    folder = Path(out) / "readings"
+    from .compact import live_table_files
+
     versions: Counter = Counter()
     try:
-        for f in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
+        for f in live_table_files(out, "readings"):  # not a temporary, nor a file a stream's roll-up replaced
             versions.update(pq.read_table(f, columns=["reader_version"]).column("reader_version").to_pylist())
         rows = read_manifest(out)
     except Exception:  # a damaged file: the report's own reading of the tables says which

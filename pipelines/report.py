@@ -73,7 +73,7 @@ class ReportError(Exception):
 
 def find_tables(out: Path) -> dict[str, list[Path]]:
     """The Parquet files of each table under `out` (any depth below the table folder)."""
-    return {name: sorted(out.glob(f"{name}/**/*.parquet")) for name in TABLES}
+    return {name: sorted(p for p in out.glob(f"{name}/**/*.parquet") if not p.name.startswith(".")) for name in TABLES}
 
 
 def check_output_dir(out: Path) -> dict[str, list[Path]]:

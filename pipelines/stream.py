@@ -5,7 +5,8 @@ Reads agentfootprint events from one `--source` — `kafka://BROKERS/TOPIC`,
 replayed through the streaming path) — stamps each with its own
 `meta.wallClockMs`, keys call events by run (each call by `(run_id, tool_call_id)` in it), joins each
 call in state (`transforms.stream_join`) and writes the same tables as
-`reassess` every few seconds (`transforms.stream_write`).
+`reassess` every few seconds (`transforms.stream_write`); a thread rolls the window folders up every
+`--compact-seconds` and deletes those older than `--retain-hours` (`pipelines.compact`).
 
 Run locally (replay recordings through the streaming path)::
 
@@ -50,6 +51,7 @@ from footprint_audit.transforms.worker_gc import tune_gc
 from footprint_audit.transforms.memory import leave_huge_pages_off
 
 from . import flink_state, stream_watch
+from .compact import Compactor, compact_output
 from .errors import UsageError, failure_sentence
 from .inputs import expand_inputs
 from .interrupts import interrupted_exit
@@ -207,6 +209,11 @@ def _parser() -> FlagParser:
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
     p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
     p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
+    p.add_argument("--compact-seconds", type=float, default=300.0,
+                   help="roll the idle window folders up into one file each this often, and once at the end of a "
+                        "bounded run (0: never; default 300; local output only)")
+    p.add_argument("--retain-hours", type=float, default=0,
+                   help="the roll-up deletes window folders whose window ended more than N hours ago (default 0: keep all)")
     p.add_argument("--read-start-seconds", type=float, default=120.0,
                    help="Flink: submit the job again when its Kafka read has not started this long after the job "
                         "began running (0: never; default 120)")
@@ -263,7 +270,7 @@ def _cancel(result: Any) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds",
-                 "read_start_seconds"):
+                 "read_start_seconds", "compact_seconds", "retain_hours"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be 0 or more")
     for name in ("window_seconds", "flush_seconds"):
@@ -300,7 +307,10 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
-        with flink_state.FlinkSession(args, beam_args) as session, _watch(args, session):
+        # the roll-up (pipelines.compact) of a local output, on a thread that ends with the block
+        compacts = args.compact_seconds > 0 and "://" not in args.output
+        with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
+              Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours)):
             options = PipelineOptions(session.beam_args)
             runner: Any = None
             if options.view_as(StandardOptions).runner is None:
@@ -357,6 +367,11 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
+    if compacts and state in ("DONE", "ENDED"):  # everything is written: no folder is still open
+        try:
+            compact_output(args.output, args.retain_hours, idle_seconds=0)
+        except Exception as exc:  # the tables are written; the next pass or `compact` rolls them up
+            print(f"footprint-audit stream: the roll-up of {args.output} failed: {exc}", file=sys.stderr)
     summary = stream_summary(args.output)
     print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
     return 0

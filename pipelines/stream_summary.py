@@ -12,16 +12,15 @@ from typing import Any, Iterable
 
 import pyarrow.parquet as pq
 
-from .output import table_files
+from .compact import live_table_files
 
 __all__ = ["stream_summary"]
 
 
 def _rows(out: Path, table: str, columns: list[str]) -> list[dict]:
     rows: list[dict] = []
-    for path in table_files(str(out), table):
-        if not Path(path).name.startswith("."):  # a file still being written under its temporary name
-            rows.extend(pq.read_table(path, columns=columns).to_pylist())
+    for path in live_table_files(out, table):  # not a file still being written, nor one a roll-up replaced
+        rows.extend(pq.read_table(path, columns=columns).to_pylist())
     return rows
 
 

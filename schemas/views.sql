@@ -14,7 +14,13 @@
 --         output (readings/*.parquet), partitioned output
 --         (readings/ended_date=.../*.parquet, `reassess --partition-by`) and
 --         streaming output (readings/window=.../*.parquet) read alike: every
---         column is in the files, the folder names are not read. Timestamps are UTC: the
+--         column is in the files, the folder names are not read. A name starting
+--         with '.' is a file still being written (`[!.]*`), and a stream's roll-up
+--         (`footprint-audit compact`, pipelines/compact.py) lists in its Parquet
+--         key-value metadata `footprint_audit.replaces` the files of its folder it
+--         holds: the three source views skip those (also a roll-up not yet seen in
+--         the metadata), so between its rename and the deletes each row is read once.
+--         Timestamps are UTC: the
 --         report sets the session time zone to UTC before bucketing.
 --         Statements end with ';' at the end of a line, and no string below
 --         holds a ';' (report.py splits on it).
@@ -22,13 +28,37 @@
 -- ---------------------------------------------------------------- sources
 
 CREATE OR REPLACE VIEW readings_all AS
-SELECT * FROM read_parquet('{out}/readings/**/*.parquet', union_by_name = true, hive_partitioning = false);
+SELECT * EXCLUDE (filename) FROM (
+  WITH rollups AS (
+    SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
+    FROM parquet_kv_metadata('{out}/readings/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
+  )
+  SELECT * FROM read_parquet('{out}/readings/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
+  WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
+    AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
+);
 
 CREATE OR REPLACE VIEW dead_letters_all AS
-SELECT * FROM read_parquet('{out}/dead_letters/**/*.parquet', union_by_name = true, hive_partitioning = false);
+SELECT * EXCLUDE (filename) FROM (
+  WITH rollups AS (
+    SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
+    FROM parquet_kv_metadata('{out}/dead_letters/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
+  )
+  SELECT * FROM read_parquet('{out}/dead_letters/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
+  WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
+    AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
+);
 
 CREATE OR REPLACE VIEW runs_all AS
-SELECT * FROM read_parquet('{out}/runs/**/*.parquet', union_by_name = true, hive_partitioning = false);
+SELECT * EXCLUDE (filename) FROM (
+  WITH rollups AS (
+    SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
+    FROM parquet_kv_metadata('{out}/runs/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
+  )
+  SELECT * FROM read_parquet('{out}/runs/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
+  WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
+    AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
+);
 
 -- ---------------------------------------------------------------- each record once
 
