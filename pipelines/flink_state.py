@@ -112,8 +112,14 @@ _SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seco
              "max_event_bytes", "declarations_sha256")
 
 
+#: Flink's number of key groups when no `--max_parallelism` is given (its default).
+FLINK_KEY_GROUPS = 128
+
+
 def _setting(name: str, theirs: Any, mine: Any) -> str:
     """How a refusal names a setting the checkpoint's job had otherwise."""
+    if name == "max_parallelism":
+        return f"--max_parallelism={theirs}"
     if name != "declarations_sha256":
         return f"--{name.replace('_', '-')} {theirs}"
     if theirs is None:
@@ -121,25 +127,29 @@ def _setting(name: str, theirs: Any, mine: Any) -> str:
     return f"other --declarations (rowsAt of sha256 {theirs[:12]}…; these: {mine[:12] + '…' if mine else 'none'})"
 
 
-def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None) -> None:
+def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None, key_groups: int = FLINK_KEY_GROUPS) -> None:
     """Refuse (one sentence) to resume a checkpoint written by a job with another source or
-    settings, and note this job's for the next start (`STATE_DIR/job.json`)."""
+    settings, and note this job's for the next start (`STATE_DIR/job.json`). `key_groups`: the
+    job's `--max_parallelism` (a checkpoint's keyed state is cut into that many groups)."""
     note = state / "job.json"
     mine: dict[str, Any] = {name: getattr(args, name, None) for name in _SAME_JOB}
     mine["join_state"] = STATE_LAYOUT
+    mine["max_parallelism"] = key_groups
     if restore is not None and note.exists():
         try:
             theirs = json.loads(note.read_text())
         except (OSError, ValueError):
             theirs = {}
-        if isinstance(theirs, dict) and theirs.get("join_state", 1) != STATE_LAYOUT:
+        theirs = theirs if isinstance(theirs, dict) else {}
+        if theirs.get("join_state", 1) != STATE_LAYOUT:
             # its join's state is kept in another layout (an earlier version): resumed, the calls in
             # flight would be silently lost
             raise UsageError(
                 f"{state} holds the checkpoint of a job whose join keeps its state in another layout (another "
                 "version of footprint-audit): give --no-resume (or another --state-dir) to start without it"
             )
-        differ = [name for name in _SAME_JOB if name in theirs and theirs[name] != mine[name]]
+        theirs.setdefault("max_parallelism", FLINK_KEY_GROUPS)  # noted before it was: Flink's default
+        differ = [name for name in (*_SAME_JOB, "max_parallelism") if name in theirs and theirs[name] != mine[name]]
         if differ:
             flags = ", ".join(_setting(name, theirs[name], mine[name]) for name in differ)
             raise UsageError(
@@ -192,9 +202,16 @@ class FlinkSession:
         checkpoints.mkdir(parents=True, exist_ok=True)
         self.state_dir = state
         restore = None if getattr(self.args, "no_resume", False) else latest_checkpoint(checkpoints)
-        _check_same_job(state, self.args, restore)
         local = not flag_given(self.beam_args, "job_endpoint") and (flag_value(self.beam_args, "flink_master") or "[local]") in (
             "[local]", "[auto]")
+        given = flag_value(self.beam_args, "max_parallelism")
+        # The embedded cluster cannot grow, so its keyed state is cut into as many key groups as it
+        # has workers, not Flink's 128: Beam 2.70's Flink runner registers a new state for each of the
+        # Kafka read's self-checkpoints and never drops it, and each such state holds a table per key
+        # group (docs/streaming.md, "Memory").
+        key_groups = int(given) if given else (int(flag_value(self.beam_args, "parallelism") or os.cpu_count() or 1)
+                                               if local else FLINK_KEY_GROUPS)
+        _check_same_job(state, self.args, restore, key_groups)
         defaults = {
             "streaming": None,
             "externalized_checkpoints_enabled": "true",
@@ -207,6 +224,8 @@ class FlinkSession:
             # 1 s bring a call's reading sooner after its grace ends
             "max_bundle_time_mills": str(BUNDLE_MILLIS),
         }
+        if local:
+            defaults["max_parallelism"] = str(key_groups)
         if restore is not None and not local:
             defaults.update(savepoint_path=str(restore), allow_non_restored_state="true")
         for name, value in defaults.items():

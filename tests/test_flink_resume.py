@@ -170,6 +170,36 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
     assert "execution.savepoint.ignore-unclaimed-state: true" in conf
 
 
+def test_the_embedded_cluster_cuts_state_into_as_many_key_groups_as_workers_and_an_older_checkpoint_is_refused(
+        tmp_path, monkeypatch):
+    import footprint_audit.pipelines.flink_state as fs
+
+    class FakeServer:
+        endpoint = "localhost:1"
+
+        def __init__(self, *a, **kw):
+            pass
+
+        def start(self):
+            return self
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(fs, "JobServer", FakeServer)
+    local = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar", "--parallelism=2"]
+    with FlinkSession(_args(tmp_path), list(local)) as session:
+        assert "--max_parallelism=2" in session.beam_args
+    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:  # a cluster keeps Flink's default
+        assert not any(a.startswith("--max_parallelism") for a in session.beam_args)
+    # a checkpoint noted before the key groups were (so with Flink's 128) cannot be restored into 2
+    _checkpoint(tmp_path, "c" * 32, 1)
+    with pytest.raises(UsageError) as refused:
+        with FlinkSession(_args(tmp_path), list(local)):
+            pass
+    assert "--max_parallelism=128" in str(refused.value) and "--no-resume" in str(refused.value)
+
+
 def test_the_job_server_heap_is_capped_by_default_and_settable(tmp_path):
     from footprint_audit.pipelines.flink_local import JobServer, default_heap_mb
 
