@@ -186,10 +186,11 @@ class FlinkSession:
             return None
         return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
 
-    def forget_checkpoints(self) -> None:
-        """Delete the state dir's checkpoints (a bounded read that ended: all it read is written and committed)."""
+    def forget_checkpoints(self, keep: Path | None = None) -> None:
+        """Delete the state dir's checkpoints (a bounded read that ended: all it read is written and
+        committed), all but the job holding `keep`."""
         if self.state_dir is not None:
-            _forget_other_jobs(self.state_dir / "checkpoints", None)
+            _forget_other_jobs(self.state_dir / "checkpoints", keep)
 
     def __enter__(self) -> "FlinkSession":
         runner = (runner_of(self.beam_args) or "").lower()

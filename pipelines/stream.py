@@ -32,6 +32,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
@@ -234,14 +235,16 @@ def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> strea
 NOT_STARTED = "NOT_STARTED"
 
 
-def _wait(result: Any, end_marker: str | None, started: str | None = None, start_seconds: float = 0) -> str:
+def _wait(result: Any, end_marker: str | None, started: str | None = None, start_seconds: float = 0,
+          checkpoints: Path | None = None) -> str:
     """Wait for the job; with `end_marker` (a bounded read on a runner whose sources stay up to keep
     checkpointing), end it once the marker says everything was read and written ("ENDED"). With
-    `started`, a job whose read has not created that file `start_seconds` after it began running is
-    cancelled (`NOT_STARTED`)."""
+    `started`, a job whose read has not created that file `start_seconds` after the job's first
+    completed checkpoint under `checkpoints` is cancelled (`NOT_STARTED`): a job that checkpoints
+    is up and running, so its read is stuck, not slow (a slow start has not checkpointed yet)."""
     if end_marker is None and started is None:
         return str(result.wait_until_finish()).rsplit(".", 1)[-1]
-    running_since = None
+    submitted, stall_since = time.time(), None
     while True:
         state = str(result.state).rsplit(".", 1)[-1]
         if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
@@ -250,13 +253,15 @@ def _wait(result: Any, end_marker: str | None, started: str | None = None, start
             _cancel(result)
             os.remove(end_marker)
             return "ENDED"
-        if started is not None and state == "RUNNING":
-            running_since = running_since or time.monotonic()
-            if os.path.exists(started):
-                started = None
-            elif time.monotonic() - running_since > start_seconds:
-                _cancel(result)
-                return NOT_STARTED
+        if started is not None and os.path.exists(started):
+            started = None
+        elif started is not None and stall_since is None:
+            latest = flink_state.latest_checkpoint(checkpoints) if checkpoints is not None else None
+            if latest is not None and (latest / "_metadata").stat().st_mtime >= submitted:
+                stall_since = time.monotonic()
+        elif started is not None and stall_since is not None and time.monotonic() - stall_since > start_seconds:
+            _cancel(result)
+            return NOT_STARTED
         time.sleep(0.5)
 
 
@@ -284,6 +289,54 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(f"--output {args.output} is a file; give a folder")
 
 
+def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, kind: str, parts: dict) -> str:
+    """Run the job once, in a Flink session of its own (a job server that restores the state dir's
+    latest checkpoint) when the runner is Flink; returns how it ended (`_wait`)."""
+    # the roll-up (pipelines.compact) of a local output, on a thread that ends with the block
+    compacts = args.compact_seconds > 0 and "://" not in args.output
+    with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
+          Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours)):
+        options = PipelineOptions(session.beam_args)
+        runner: Any = None
+        if options.view_as(StandardOptions).runner is None:
+            from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+            runner = FnApiRunner()
+        bounded = bool(args.max_records or args.max_read_seconds)
+        watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
+        started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
+        pipeline = beam.Pipeline(runner=runner, options=options)
+        end_marker = session.end_marker() if bounded else None
+        build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
+                     rewind=session.restored is None, started_marker=started or "")
+        if started is not None and os.path.exists(started):
+            os.remove(started)
+        result = pipeline.run()
+        try:
+            state = _wait(result, end_marker, started, args.read_start_seconds,
+                          session.state_dir / "checkpoints" if session.state_dir else None)
+        except KeyboardInterrupt:
+            try:
+                result.cancel()
+            except Exception:  # the job server may be going down with us
+                pass
+            raise
+        if state == "ENDED" and kind == "kafka":
+            # everything read is written: the group's offsets say so, also when the job ended
+            # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
+            # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
+            # checkpoint taken mid-read (read again) or after the read finished (it would never read)
+            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
+            if commit_positions(group, positions_file(end_marker)):
+                session.forget_checkpoints()
+        if state == NOT_STARTED and started is not None and not os.path.exists(started):
+            # the read never ran, so the cancelled job's checkpoints hold nothing the one it restored
+            # did not: the next submission restores that one again (had the read started meanwhile,
+            # the next restores the newest, as any restart does)
+            session.forget_checkpoints(keep=session.restored)
+        return state
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
@@ -307,53 +360,20 @@ def run(argv: list[str] | None = None) -> int:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
-        # the roll-up (pipelines.compact) of a local output, on a thread that ends with the block
-        compacts = args.compact_seconds > 0 and "://" not in args.output
-        with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
-              Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours)):
-            options = PipelineOptions(session.beam_args)
-            runner: Any = None
-            if options.view_as(StandardOptions).runner is None:
-                from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-                runner = FnApiRunner()
-            bounded = bool(args.max_records or args.max_read_seconds)
-            # On Flink, a Kafka read the runner has not started in time is submitted again (docs/streaming.md, "A start that stalls").
-            watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
-            started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
-            for attempt in range(1, START_ATTEMPTS + 1):
-                pipeline = beam.Pipeline(runner=runner, options=options)
-                end_marker = session.end_marker() if bounded else None
-                build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
-                             rewind=session.restored is None, started_marker=started or "")
-                if started is not None and os.path.exists(started):
-                    os.remove(started)
-                result = pipeline.run()
-                try:
-                    state = _wait(result, end_marker, started, args.read_start_seconds)
-                except KeyboardInterrupt:
-                    try:
-                        result.cancel()
-                    except Exception:  # the job server may be going down with us
-                        pass
-                    raise
-                if state == "ENDED" and kind == "kafka":
-                    # everything read is written: the group's offsets say so, also when the job ended
-                    # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
-                    # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
-                    # checkpoint taken mid-read (read again) or after the read finished (it would never read)
-                    if commit_positions(group, positions_file(end_marker)):
-                        session.forget_checkpoints()
-                if state != NOT_STARTED:
-                    break
-                print(f"footprint-audit stream: the runner had not started the Kafka read {args.read_start_seconds:.0f} s "
-                      f"after the job began running; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})",
-                      file=sys.stderr)
-            if state == NOT_STARTED:
-                raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts "
-                                f"of {args.read_start_seconds:.0f} s each (see {session.state_dir}/job-server.log)")
-            if state not in ("DONE", "RUNNING", "ENDED"):
-                raise JobFailed(f"the job ended in state {state}")
+        # On Flink, a Kafka read the runner has not started is submitted again to a new job server
+        # (docs/streaming.md, "A start that stalls")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            state = _submit(args, beam_args, declarations, kind, parts)
+            if state != NOT_STARTED:
+                break
+            if attempt < START_ATTEMPTS:
+                print(f"footprint-audit stream: the job checkpointed for {args.read_start_seconds:.0f} s without starting "
+                      f"its Kafka read; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})", file=sys.stderr)
+        if state == NOT_STARTED:
+            raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts, each checkpointing "
+                            f"for {args.read_start_seconds:.0f} s (see the state dir's job-server.log)")
+        if state not in ("DONE", "RUNNING", "ENDED"):
+            raise JobFailed(f"the job ended in state {state}")
     except UsageError as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
@@ -367,7 +387,7 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
-    if compacts and state in ("DONE", "ENDED"):  # everything is written: no folder is still open
+    if args.compact_seconds > 0 and "://" not in args.output and state in ("DONE", "ENDED"):  # no folder is still open
         try:
             compact_output(args.output, args.retain_hours, idle_seconds=0)
         except Exception as exc:  # the tables are written; the next pass or `compact` rolls them up

@@ -227,12 +227,17 @@ class _Job:
         return self.states[0]
 
 
-def test_a_job_whose_read_never_starts_is_cancelled_and_one_that_starts_is_not(tmp_path):
+def test_a_job_that_checkpoints_without_reading_is_cancelled_a_slow_start_and_a_read_that_starts_are_not(tmp_path):
     from footprint_audit.pipelines.stream import NOT_STARTED, _wait
 
-    marker = tmp_path / "_read-started"
+    marker, checkpoints = tmp_path / "_read-started", tmp_path / "_state" / "checkpoints"
+    # slow: the job runs but has not checkpointed yet (Flink still deploying): never cancelled
+    slow = _Job(["STARTING"] + ["RUNNING"] * 12 + ["DONE"])
+    assert _wait(slow, None, str(marker), start_seconds=0.0, checkpoints=checkpoints) == "DONE" and not slow.cancelled
+    # stuck: it checkpoints (so it is up) and its read has not started: cancelled
+    _checkpoint(tmp_path, "d" * 32, 1, age=-5)  # completed after the submission
     stuck = _Job(["STARTING", "RUNNING"])
-    assert _wait(stuck, None, str(marker), start_seconds=1.0) == NOT_STARTED and stuck.cancelled
+    assert _wait(stuck, None, str(marker), start_seconds=1.0, checkpoints=checkpoints) == NOT_STARTED and stuck.cancelled
     marker.touch()
     done = _Job(["RUNNING", "RUNNING", "DONE"])
-    assert _wait(done, None, str(marker), start_seconds=1.0) == "DONE" and not done.cancelled
+    assert _wait(done, None, str(marker), start_seconds=1.0, checkpoints=checkpoints) == "DONE" and not done.cancelled
