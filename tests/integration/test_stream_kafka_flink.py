@@ -324,7 +324,8 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
         broker.create_topic("events", partitions=PARTITIONS)
         produce(broker.bootstrap, "events", first)
         source = f"kafka://{broker.bootstrap}/events"
-        bound = ("--max-records", str(len(records)))  # the default checkpoint interval, as a user runs it
+        # the default checkpoint interval, as a user runs it; no roll-up: the files themselves are compared
+        bound = ("--max-records", str(len(records)), "--compact-seconds", "0")
         launcher = stream_cli(source, out, *bound, log=log)
         before = _kill_once_reading(launcher, out, log,
                                     lambda: _committed(broker.bootstrap, "events") > 0, "offsets committed by a finished bundle")
@@ -389,6 +390,9 @@ def test_a_bounded_read_run_twice_counts_once(integration_jars, tmp_path):
         command = ("--max-records", str(len(records)), "--checkpoint-seconds", "3600")  # no checkpoint before the end
         finish(stream_cli(source, out, *command, log=log), log)
         assert _committed(broker.bootstrap, "events") == len(records)
+        # the run ended, so every window folder is rolled up into one file
+        folders = [d for table in ("readings", "runs") for d in (out / table).iterdir() if d.is_dir()]
+        assert folders and all(len(list(d.glob("*.parquet"))) == 1 for d in folders)
         first = accounted(out)
         finish(stream_cli(source, out, *command, log=log), log)
     assert first == accounted(out) == len(records)
@@ -417,7 +421,7 @@ def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_re
         broker.create_topic("events", partitions=PARTITIONS)
         produce(broker.bootstrap, "events", records)
         source = f"kafka://{broker.bootstrap}/events"
-        command = ("--max-records", str(len(records)), "--checkpoint-seconds", "1")
+        command = ("--max-records", str(len(records)), "--checkpoint-seconds", "1", "--compact-seconds", "0")  # files compared
         first = stream_cli(source, out, *command, log=log)
         wait_for(lambda: latest_checkpoint(state / "checkpoints") is not None, "a checkpoint", proc=first, log=log)
         finish(first, log)
@@ -436,7 +440,7 @@ def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_re
         more = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "a-1", "toolName": "list_hosts"}, "meta": meta},
                 {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "a-1", "result": {"hosts": [1]}}, "meta": meta}]
         produce(broker.bootstrap, "events", [(partition_of(meta["runId"], PARTITIONS), ms, orjson.dumps(r)) for r in more])
-        finish(stream_cli(source, out, "--max-records", str(len(records) + 2), "--checkpoint-seconds", "1", log=log), log)
+        finish(stream_cli(source, out, "--max-records", str(len(records) + 2), *command[2:], log=log), log)
         assert _committed(broker.bootstrap, "events") == len(records) + 2
     assert accounted(out) == len(records) + 2
     assert [r["rows"] for r in load_table(out, "readings") if r["run_id"] == "run-after-the-bound"] == [1]
