@@ -44,7 +44,9 @@ import tempfile
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 import pyarrow.parquet as pq
@@ -83,6 +85,19 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[int, int, bytes]]) 
         producer.send(topic, value=body, partition=partition, timestamp_ms=ms)
     producer.flush(300)
     producer.close(60)
+
+
+@contextmanager
+def work_folder(prefix: str, keep: bool) -> Iterator[Path]:
+    """A temporary work folder, removed at the end unless `keep` (then its path is printed)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        if keep:
+            print(f"kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def machine_line() -> str:
@@ -286,8 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     from tools.jars import ensure_jars
 
     print(machine_line(), flush=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
-    try:
+    with work_folder("bench-stream-", args.keep) as work:
         with KafkaBroker(ensure_jars(log=lambda m: None)["kafka_lib"], workdir=work / "kafka") as broker:
             if "throughput" not in args.skip:
                 broker.create_topic("history", partitions=PARTITIONS)
@@ -313,11 +327,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"latency: {lat['readings']:,} live readings of {lat['sent']:,} events sent; tool_end to file "
                       f"p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s (grace {lat['grace_s']:.0f} s: "
                       f"p50 = grace + {lat['p50_s'] - lat['grace_s']:.1f} s)")  # fmt: skip
-    finally:
-        if args.keep:
-            print(f"kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

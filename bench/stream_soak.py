@@ -25,12 +25,10 @@ import argparse
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -40,7 +38,7 @@ import orjson
 import psutil
 import pyarrow.parquet as pq
 
-from bench.stream_kafka import PARTITIONS, ROOT, machine_line
+from bench.stream_kafka import PARTITIONS, ROOT, machine_line, work_folder
 
 TOPIC = "soak"
 
@@ -156,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     from tools.jars import ensure_jars
 
     print(machine_line(), flush=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-soak-"))
-    out, log = work / "out", work / "stream.log"
-    try:
+    with work_folder("bench-soak-", args.keep) as work:
+        out, log = work / "out", work / "stream.log"
         with KafkaBroker(ensure_jars(log=lambda m: None)["kafka_lib"], workdir=work / "kafka") as broker:
             broker.create_topic(TOPIC, partitions=PARTITIONS)
             cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source", f"kafka://{broker.bootstrap}/{TOPIC}",
@@ -209,11 +206,6 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 job.kill()
         _report(samples, latencies, args.sample_seconds)
-    finally:
-        if args.keep:
-            print(f"kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

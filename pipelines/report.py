@@ -124,9 +124,9 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for statement in split_statements(views_sql()):
-        head = re.search(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS\s", statement)
-        assert head is not None, "every statement of the bundled views.sql creates a view"
-        name, body = head.group(1), statement[head.end():]
+        head = re.search(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", statement)
+        assert head is not None, "every statement of the bundled views.sql creates a view or a macro"
+        name, body = head.group(1), statement[head.end():].removeprefix(" AS ")
         table = SOURCE_VIEWS.get(name)
         if table is not None:
             # every column of the schema, also where no file has it (older files lack later columns)

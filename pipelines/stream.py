@@ -216,8 +216,8 @@ def _parser() -> FlagParser:
     p.add_argument("--retain-hours", type=float, default=0,
                    help="the roll-up deletes window folders whose window ended more than N hours ago (default 0: keep all)")
     p.add_argument("--read-start-seconds", type=float, default=120.0,
-                   help="Flink: submit the job again when its Kafka read has not started this long after the job "
-                        "began running (0: never; default 120)")
+                   help="Flink: submit the job again when its Kafka read has not started this long after the job's "
+                        "first completed checkpoint (0: never; default 120)")
     flink_state.add_arguments(p)
     stream_watch.add_arguments(p)
     return p

@@ -27,38 +27,25 @@
 
 -- ---------------------------------------------------------------- sources
 
-CREATE OR REPLACE VIEW readings_all AS
+-- A table's rows, from every file under it that is not a temporary (`.`-names) nor replaced by a
+-- roll-up of its folder (also a roll-up not yet seen in the metadata).
+CREATE OR REPLACE MACRO live_rows(tbl) AS TABLE
 SELECT * EXCLUDE (filename) FROM (
   WITH rollups AS (
     SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/readings/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
+    FROM parquet_kv_metadata('{out}/' || tbl || '/**/[!.]*.parquet')
+    WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
   )
-  SELECT * FROM read_parquet('{out}/readings/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
+  SELECT * FROM read_parquet('{out}/' || tbl || '/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
   WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
     AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
 );
 
-CREATE OR REPLACE VIEW dead_letters_all AS
-SELECT * EXCLUDE (filename) FROM (
-  WITH rollups AS (
-    SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/dead_letters/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
-  )
-  SELECT * FROM read_parquet('{out}/dead_letters/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
-  WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
-    AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
-);
+CREATE OR REPLACE VIEW readings_all AS SELECT * FROM live_rows('readings');
 
-CREATE OR REPLACE VIEW runs_all AS
-SELECT * EXCLUDE (filename) FROM (
-  WITH rollups AS (
-    SELECT file_name, regexp_replace(file_name, '[^/]*$', '') AS dir, decode(value) AS names
-    FROM parquet_kv_metadata('{out}/runs/**/[!.]*.parquet') WHERE key = 'footprint_audit.replaces'::BLOB AND regexp_matches(file_name, '/rollup-[^/]*$')
-  )
-  SELECT * FROM read_parquet('{out}/runs/**/[!.]*.parquet', union_by_name = true, hive_partitioning = false, filename = true)
-  WHERE filename NOT IN (SELECT dir || unnest(string_split(names, chr(10))) FROM rollups)
-    AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
-);
+CREATE OR REPLACE VIEW dead_letters_all AS SELECT * FROM live_rows('dead_letters');
+
+CREATE OR REPLACE VIEW runs_all AS SELECT * FROM live_rows('runs');
 
 -- ---------------------------------------------------------------- each record once
 
