@@ -71,9 +71,9 @@ def _produce(bootstrap: str, rate: float, seconds: float, abandoned: float, call
             sent[0] += 1
         producer.poll(0)
         n += 1
-        due = start + sent[0] / rate
-        if due > time.time():
-            time.sleep(due - time.time())
+        ahead = start + sent[0] / rate - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
     producer.flush(60)
 
 
