@@ -176,9 +176,10 @@ def parse_floor(bootstrap: str, topic: str, count: int, max_event_bytes: int) ->
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"floor-{time.time()}", "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "log_level": 0})
     consumer.subscribe([topic])
-    start, done = time.monotonic(), 0
-    while done < count and time.monotonic() - start < 600:
+    start, done, deadline = 0.0, 0, time.monotonic() + 600
+    while done < count and time.monotonic() < deadline:
         for msg in consumer.consume(2000, 1.0):
+            start = start or time.monotonic()  # from the first record: the group's join is not parsing
             if msg.error() is None:
                 stamp_message(f"kafka://{topic}/{msg.partition()}", msg.offset(), msg.value() or b"", msg.timestamp()[1],
                               max_event_bytes)
@@ -262,19 +263,21 @@ def latency(work: Path, bootstrap: str, seconds: float, calls_per_s: float, grac
     sent_box: list[int] = []
     producer = threading.Thread(target=lambda: sent_box.append(_live_producer(bootstrap, "live", seconds, calls_per_s, stop)))
     producer.start()
-    seen: dict[Path, float] = {}
+    seen: set[Path] = set()
+    lat: list[float] = []
     while proc.poll() is None:
-        now = time.time()
         for f in _files(out, "readings"):
-            seen.setdefault(f, now)
+            if f not in seen:  # read at first sight: the roll-up replaces a closed folder's panes
+                seen.add(f)
+                now = time.time()
+                try:
+                    ends = pq.read_table(f, columns=["ended_at"]).column("ended_at").to_pylist()
+                except OSError:
+                    continue
+                lat.extend(now - e.timestamp() for e in ends if e is not None)
         time.sleep(0.2)
     stop.set()
     producer.join()
-    lat = []
-    for f, at in seen.items():
-        for r in pq.read_table(f, columns=["ended_at", "tool_call_id"]).to_pylist():
-            if r["ended_at"] is not None:
-                lat.append(at - r["ended_at"].timestamp())
     lat.sort()
     if not lat:
         raise SystemExit(f"no live reading was written; see {log}")
