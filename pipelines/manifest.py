@@ -26,15 +26,10 @@ from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 
 from .inputs import is_local
 
-__all__ = ["MANIFEST_TABLE", "declarations_json", "file_sha256", "read_manifest", "manifest_row", "duplicates_of",
+__all__ = ["MANIFEST_TABLE", "file_sha256", "read_manifest", "manifest_row", "duplicates_of",
            "duplicate_letters", "stage_manifest", "write_manifest", "build_note"]
 
 _CHUNK = 1 << 20
-
-
-def declarations_json(declarations: Declarations) -> str:
-    """The declarations that decide a reading (`{tool: rowsAt}`) as JSON with sorted keys."""
-    return declarations.canonical()
 
 
 def file_sha256(path: str) -> str | None:
@@ -113,7 +108,7 @@ def stage_manifest(
     """Stage the manifest after a job: the `earlier` rows of files it did not read (nor `replaced`: read
     again under another name), a row for each file it read (a file read again where the tables name it,
     not an input, is sized and hashed here), and one for each of its `duplicates` (name -> the file read)."""
-    decl = declarations_json(declarations)
+    decl = declarations.canonical()
     duplicates = duplicates or {}
     rows = []
     for name in [*read, *duplicates]:

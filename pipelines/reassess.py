@@ -254,7 +254,7 @@ def run(argv: list[str] | None = None) -> int:
             return exc.exit_code
         if args.incremental:  # refused before anything is read: an output of another kind, other declarations
             try:
-                args.manifest = incremental.check_output(out, manifest_mod.declarations_json(declarations), READER_VERSION,
+                args.manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION,
                                                          args.max_event_bytes)
             except UsageError as exc:
                 _say(str(exc))
