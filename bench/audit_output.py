@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from footprint_audit.schemas.tables import DEAD_LETTERS, READINGS, RUNS
-from footprint_audit.transforms.write import write_arrow_file
+from footprint_audit.transforms.write.parquet import write_arrow_file
 
 #: tool → (share of the calls, emptiness weights of the calls read). Outcomes are the same for all.
 TOOLS: dict[str, tuple[float, dict[str, int]]] = {

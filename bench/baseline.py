@@ -2,12 +2,12 @@
 
 Role: the limit the Beam design can approach. It does the same work on the
 same input with the same pure functions the pipeline uses —
-`transforms.sources.open_source` (bytes → events), `transforms.calls.join_run`
+`transforms.decode.sources.open_source` (bytes → events), `transforms.calls.from_events.join_run`
 (recording runs, in place) and `classify_event` + `join_call_events` (event
 streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
-pipeline's side input makes them), `transforms.reading_rows.reading_values` (call →
+pipeline's side input makes them), `transforms.read.reading_rows.reading_values` (call →
 row, a tuple), and pyarrow with `schemas.tables` (sharded, sorted with Arrow and written
-as zstd Parquet, as `transforms.write` does) — so its tables equal the Beam job's.
+as zstd Parquet, as `transforms.write.parquet` does) — so its tables equal the Beam job's.
 `tests/test_bench_smoke.py` checks the Arrow sort against the rows sorted in Python.
 
     python -m bench.baseline --input bench/data/rec-100mb --output /tmp/base-out \\
@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, RunInput, SourceFile  # noqa: E402
 from footprint_audit.pipelines.inputs import expand_inputs  # noqa: E402
-from footprint_audit.transforms.accounting import (  # noqa: E402
+from footprint_audit.transforms.calls.accounting import (  # noqa: E402
     RunCounts,
     add_counts,
     count_event,
@@ -41,8 +41,8 @@ from footprint_audit.transforms.accounting import (  # noqa: E402
     document_run_row,
     run_row,
 )
-from footprint_audit.transforms.call_types import Call, JoinedRun  # noqa: E402
-from footprint_audit.transforms.calls import (  # noqa: E402
+from footprint_audit.transforms.calls.call_types import Call, JoinedRun  # noqa: E402
+from footprint_audit.transforms.calls.from_events import (  # noqa: E402
     CALL,
     NOT_NEEDED,
     RunFacts,
@@ -51,10 +51,10 @@ from footprint_audit.transforms.calls import (  # noqa: E402
     join_run,
     run_facts_from,
 )
-from footprint_audit.transforms.reading_rows import reading_values  # noqa: E402
-from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
-from footprint_audit.transforms.worker_gc import tune_gc  # noqa: E402
-from footprint_audit.transforms.write import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file  # noqa: E402
+from footprint_audit.transforms.read.reading_rows import reading_values  # noqa: E402
+from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
+from footprint_audit.transforms.process.worker_gc import tune_gc  # noqa: E402
+from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file  # noqa: E402
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 
@@ -67,7 +67,7 @@ def list_inputs(pattern: str) -> list[tuple[str, int]]:
 
 
 def _facts(events: list[tuple[str, Event]]) -> RunFacts:
-    """What `transforms.join._run_facts` makes of a run's fact events."""
+    """What `transforms.join.keyed._run_facts` makes of a run's fact events."""
     return run_facts_from(events)
 
 

@@ -4,7 +4,7 @@
 
 Three measurements (and the --dead-… ones), each on generated input (written under --work, removed after):
 
-1. `transforms.lines` alone (tracemalloc peak of Python allocations) streaming
+1. `transforms.decode.lines` alone (tracemalloc peak of Python allocations) streaming
    one JSON Lines file of N MB with `iter_lines`, only counting the items: bounded by
    the longest line, not by the file.
 2. The real CLI (`python -m footprint_audit.pipelines.cli reassess`, Beam's local runner) on one

@@ -6,7 +6,7 @@ realistic tool results (`bench/corpus.py`) it times, per record,
 * `read_emptiness(value, rows_at=..., door=...)`,
 * `leading_json_values(text)`,
 * `json_prefix_of(text)`,
-* all three on the same record (what `transforms/apply_readers.py` does per call),
+* all three on the same record (what `transforms/read/apply_readers.py` does per call),
 * a plain orjson loop: `orjson.loads(text)` per record (a text that is not JSON caught),
   the yardstick the upstream TypeScript readers were measured against (their rate
   over this loop's, on the same machine: `TS_OVER_ORJSON`),

@@ -39,12 +39,12 @@ from bench.baseline import StreamKeys, document_rows, list_inputs
 from bench.run import floor_parse
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import SourceFile
-from footprint_audit.transforms.call_types import Call
-from footprint_audit.transforms.calls import join_run
-from footprint_audit.transforms.reading_rows import reading_values
-from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES, open_source
-from footprint_audit.transforms.worker_gc import tune_gc
-from footprint_audit.transforms.write import part_name, rows_to_arrow, sort_arrow, write_arrow_file
+from footprint_audit.transforms.calls.call_types import Call
+from footprint_audit.transforms.calls.from_events import join_run
+from footprint_audit.transforms.read.reading_rows import reading_values
+from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source
+from footprint_audit.transforms.process.worker_gc import tune_gc
+from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, sort_arrow, write_arrow_file
 
 __all__ = ["PHASES", "run_phases"]
 

@@ -16,7 +16,7 @@ Benchmarks (`--only` picks some):
                  the plain-Python baseline (`bench/baseline.py`) and the
                  Beam job (`pipelines.reassess`, FnApiRunner, one worker);
 * `stream`    — the same on JSON Lines / SSE event streams (one GroupByKey);
-* `stateful`  — the streaming stateful join (`transforms.stream_join`)
+* `stateful`  — the streaming stateful join (`transforms.stream.join`)
                  through TestStream on the local streaming runner (events/s);
 * `fixed`     — the job's fixed cost: the process CPU of `footprint-audit reassess
                  --workers 1` on one small recording file, minus that of
@@ -177,9 +177,9 @@ def stateful_events(path: str, limit: int) -> list:
 
     from bench.baseline import list_inputs
     from footprint_audit.schemas.events import Event
-    from footprint_audit.transforms.calls import CALL, classify_event
-    from footprint_audit.transforms.sources import open_source
-    from footprint_audit.transforms.held import hold
+    from footprint_audit.transforms.calls.from_events import CALL, classify_event
+    from footprint_audit.transforms.decode.sources import open_source
+    from footprint_audit.transforms.decode.held_codec import hold
 
     out: list = []
     for name, _size in list_inputs(path):
@@ -204,7 +204,7 @@ def run_stateful(elements: list, runner: str = "direct", experiments: list[str] 
     from apache_beam.testing.test_stream import TestStream
 
     from footprint_audit.schemas.declarations import Declarations
-    from footprint_audit.transforms.stream_join import StatefulCallJoin
+    from footprint_audit.transforms.stream.join import StatefulCallJoin
 
     elements = sorted(elements, key=lambda tv: tv.timestamp)
     ts = TestStream()

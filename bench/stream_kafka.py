@@ -61,7 +61,7 @@ PARTITIONS = 3
 
 def _history(work: Path, events: int) -> tuple[list[tuple[int, int, bytes]], Path]:
     from bench.generate import generate, write_declarations
-    from footprint_audit.transforms.sources import read_source
+    from footprint_audit.transforms.decode.sources import read_source
 
     src = work / "generated"
     generate(src, max(8 << 20, events * 760), seed=5, layout="stream")
@@ -171,7 +171,7 @@ def parse_floor(bootstrap: str, topic: str, count: int, max_event_bytes: int) ->
     as the stream's read does (`stamp_message`), in this process, nothing else."""
     from confluent_kafka import Consumer
 
-    from footprint_audit.transforms.stream_events import stamp_message
+    from footprint_audit.transforms.stream.events import stamp_message
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"floor-{time.time()}", "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "log_level": 0})

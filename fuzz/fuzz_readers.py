@@ -39,7 +39,7 @@ def _imports():
         read_resolved,
         read_result,
     )
-    from footprint_audit.transforms.reading_rows import served_columns
+    from footprint_audit.transforms.read.reading_rows import served_columns
 
     return locals()
 

@@ -34,7 +34,9 @@ def _imports():
 
     from footprint_audit.schemas.events import FORMAT_EVENT_STREAM, FORMAT_SSE, DeadLetter, Event
     from footprint_audit.schemas.tables import TABLES
-    from footprint_audit.transforms import documents, lines, sniff
+    from footprint_audit.transforms.decode import documents
+    from footprint_audit.transforms.decode import lines
+    from footprint_audit.transforms.decode import sniff
 
     return locals()
 

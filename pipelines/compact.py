@@ -1,6 +1,6 @@
 """`footprint-audit compact OUT`: roll a stream output's window folders up, one file each, and drop expired ones.
 
-Role: the roll-up of `stream`'s many small pane files (`transforms.stream_write`), run by the
+Role: the roll-up of `stream`'s many small pane files (`transforms.stream.write`), run by the
       `stream` launcher every `--compact-seconds` and at the end of a bounded run, or by hand or
       cron on a stopped stream. Local folders only.
 How:  a window folder whose files are all older than the idle time is read whole, sorted as

@@ -28,7 +28,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from footprint_audit.transforms.stream_join import STATE_LAYOUT
+from footprint_audit.transforms.stream import STATE_LAYOUT
 
 from .beam_args import flag_given, flag_value
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of

@@ -88,7 +88,7 @@ class OutputTarget:
 
 
 def spill_folder(target: OutputTarget) -> str:
-    """A local folder for the job's spill files (`transforms.spill_join`): in a local output's staging
+    """A local folder for the job's spill files (`transforms.join.spilled`): in a local output's staging
     folder (removed with it, and by the next job when this one was killed), else a new temporary folder.
     The caller removes it when the job ends."""
     if target.local:

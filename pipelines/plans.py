@@ -9,16 +9,16 @@ and a distributed one, and the one place that holds the local runner's tuning:
   by the writer. The runner moves data between processes and machines itself.
 * `LocalPlan` (Beam's local runner, pinned: `DirectRunner` would first try to fetch Prism): the
   launcher's process holds every element a stage hands on, so what would grow with the input goes
-  to local disk (`spill`): stream events are joined by `transforms.spill_join`, run counts summed by
-  `transforms.spill_counts`, the writer's batches kept there. Listed files are handed to `workers`
+  to local disk (`spill`): stream events are joined by `transforms.join.spilled`, run counts summed by
+  `transforms.join.spilled_counts`, the writer's batches kept there. Listed files are handed to `workers`
   processes in balanced shares of bytes (`listing.SpreadFiles`), and the file count that follows the
   input's size is known before the read stage, so rows are batched into their files where they are
   made. With more than one worker the steps run in a `pipelines.workers.WorkerPool` (forked after
   the imports), through Beam's EXTERNAL environment.
 
 Process settings kept because the bench measures them (bench/README.md, "Local-runner tunings"):
-the collector's thresholds (`transforms.worker_gc`, every runner's workers), no transparent huge
-pages (`transforms.memory`) and the forked pool.
+the collector's thresholds (`transforms.process.worker_gc`, every runner's workers), no transparent huge
+pages (`transforms.process.memory`) and the forked pool.
 """
 
 from __future__ import annotations
@@ -33,9 +33,13 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.runners.runner import PipelineRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
-from footprint_audit.transforms.join import JoinLineEvents, LineRunRows
-from footprint_audit.transforms.spill_counts import SpillLineRunRows
-from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
+from footprint_audit.transforms.join import (
+    DEFAULT_MAX_PARTITION_BYTES,
+    JoinLineEvents,
+    LineRunRows,
+    SpillJoinEventStream,
+    SpillLineRunRows,
+)
 from footprint_audit.transforms.write import WriteTables
 
 from .beam_args import flag_given

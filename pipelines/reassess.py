@@ -60,16 +60,19 @@ from footprint_audit.schemas.declarations import Declarations, DeclarationsError
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms import join as join_mod
-from footprint_audit.transforms import input_files as read_mod
-from footprint_audit.transforms.join import JoinRecordingRuns, KeyLineEvents
-from footprint_audit.transforms.input_files import ReadInputFiles
-from footprint_audit.transforms.apply_readers import ApplyReaders
-from footprint_audit.transforms.reading_rows import READER_VERSION
-from footprint_audit.transforms.run_copies import RECORDING, STREAM, RunCopiesToDrop, claim_of
-from footprint_audit.transforms.sources import DEFAULT_MAX_EVENT_BYTES
-from footprint_audit.transforms.spill_join import DEFAULT_MAX_PARTITION_BYTES
-from footprint_audit.transforms.worker_gc import tune_gc
-from footprint_audit.transforms.memory import leave_huge_pages_off
+from footprint_audit.transforms import decode as read_mod
+from footprint_audit.transforms.join import (
+    DEFAULT_MAX_PARTITION_BYTES,
+    RECORDING,
+    STREAM,
+    JoinRecordingRuns,
+    KeyLineEvents,
+    RunCopiesToDrop,
+    claim_of,
+)
+from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES, ReadInputFiles
+from footprint_audit.transforms.read import READER_VERSION, ApplyReaders
+from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 
 from . import incremental, output, version
 from . import manifest as manifest_mod
@@ -219,7 +222,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
     dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
+    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.process.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     out = args.output

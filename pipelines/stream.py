@@ -4,8 +4,8 @@ Reads agentfootprint events from one `--source` — `kafka://BROKERS/TOPIC`,
 `pubsub://projects/P/subscriptions/S`, or `file://GLOB` (recorded files,
 replayed through the streaming path) — stamps each with its own
 `meta.wallClockMs`, keys call events by run (each call by `(run_id, tool_call_id)` in it), joins each
-call in state (`transforms.stream_join`) and writes the same tables as
-`reassess` every few seconds (`transforms.stream_write`); a thread rolls the window folders up every
+call in state (`transforms.stream.join`) and writes the same tables as
+`reassess` every few seconds (`transforms.stream.write`); a thread rolls the window folders up every
 `--compact-seconds` and deletes those older than `--retain-hours` (`pipelines.compact`).
 
 Run locally (replay recordings through the streaming path)::
@@ -40,16 +40,15 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.transforms import window
 
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
-from footprint_audit.transforms import sources
-from footprint_audit.transforms.accounting import add_counts, run_row
-from footprint_audit.transforms.kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, records_read
-from footprint_audit.transforms.pubsub_read import ReadPubSubEvents
-from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
-from footprint_audit.transforms.stream_join import COUNT_FIXES, StatefulCallJoin
-from footprint_audit.transforms.stream_join import DEAD_LETTERS as JOIN_DEAD
-from footprint_audit.transforms.stream_write import MarkEndOfInput, WriteStreamTable, every_few_seconds
-from footprint_audit.transforms.worker_gc import tune_gc
-from footprint_audit.transforms.memory import leave_huge_pages_off
+from footprint_audit.transforms.calls import add_counts, run_row
+from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.stream import (
+    COUNT_FIXES, COUNTS, DEAD, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
+    ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
+    records_read,
+)
+from footprint_audit.transforms.stream import DEAD_LETTERS as JOIN_DEAD
+from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 
 from . import flink_state, stream_watch
 from .compact import Compactor, compact_output
@@ -206,7 +205,7 @@ def _parser() -> FlagParser:
                    help="Kafka: how far behind the latest event an event may still arrive on time (default 5)")
     p.add_argument("--idle-seconds", type=float, default=10.0,
                    help="Kafka: a partition caught up this long does not hold event time back (default 10)")
-    p.add_argument("--max-event-bytes", type=int, default=sources.DEFAULT_MAX_EVENT_BYTES)
+    p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES)
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
     p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
     p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
@@ -340,7 +339,7 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
     tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.memory)
+    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.process.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     try:

@@ -10,7 +10,7 @@ commits, the age of the last completed checkpoint, whether the read has started 
 - says once when the Kafka brokers stop answering, and once when they answer again.
 
 Records read, positions, watermark and calls held are what the workers note in the launcher's
-process (`transforms.stream_status`: with `--environment_type=LOOPBACK` they are its threads);
+process (`transforms.stream.status`: with `--environment_type=LOOPBACK` they are its threads);
 with workers elsewhere they are "unknown" and the lag is counted from the consumer group's
 committed offsets. The lag's end offsets come from the brokers, through a consumer of the
 launcher's own.
@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
-from footprint_audit.transforms import stream_status
+from footprint_audit.transforms import stream as stream_status
 
 from .errors import UsageError
 from .flink_state import latest_checkpoint

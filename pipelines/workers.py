@@ -116,7 +116,7 @@ def die_with_parent(parent: int | None = None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-#: How the project's own lines on stderr begin (progress lines: `transforms.progress.Ticker`).
+#: How the project's own lines on stderr begin (progress lines: `transforms.process.progress.Ticker`).
 OWN_LINES = "footprint-audit"
 
 
@@ -319,12 +319,12 @@ def _spawned_main() -> int:
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
     # The steps' modules, imported before the runner asks for them.
     import footprint_audit.pipelines.listing  # noqa: F401
-    import footprint_audit.transforms.apply_readers  # noqa: F401
-    import footprint_audit.transforms.input_files  # noqa: F401
-    import footprint_audit.transforms.run_copies  # noqa: F401
-    import footprint_audit.transforms.spill_counts  # noqa: F401
-    import footprint_audit.transforms.spill_join  # noqa: F401
-    import footprint_audit.transforms.write  # noqa: F401
+    import footprint_audit.transforms.read.apply_readers  # noqa: F401
+    import footprint_audit.transforms.decode.input_files  # noqa: F401
+    import footprint_audit.transforms.join.run_copies  # noqa: F401
+    import footprint_audit.transforms.join.spilled_counts  # noqa: F401
+    import footprint_audit.transforms.join.spilled  # noqa: F401
+    import footprint_audit.transforms.write.parquet  # noqa: F401
 
     return _serve(sys.stdin.buffer.read())
 

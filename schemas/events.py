@@ -1,8 +1,8 @@
 """The recorded agentfootprint events we read, and what one input file yields.
 
 Pattern: plain data classes (slots), no behaviour beyond small accessors.
-Role:    the contract between the byte readers (`transforms.sources`), the
-         join (`transforms.calls`) and the writers. docs/events.md §1–§2 and
+Role:    the contract between the byte readers (`transforms.decode.sources`), the
+         join (`transforms.calls.from_events`) and the writers. docs/events.md §1–§2 and
          docs/output.md §1, §4 say what each field means.
 Emits:   nothing.
 """
@@ -71,7 +71,7 @@ class Event:
     `agentfootprint.` prefix. `raw`: the bytes the event was read from when it
     was read alone from them (a JSON Lines line, an SSE block's data, a stream
     message), so the joins can carry those bytes instead of writing the event
-    again (`transforms.held`); None for an event of a document. Not compared.
+    again (`transforms.decode.held_codec`); None for an event of a document. Not compared.
     """
 
     index: int

@@ -1,7 +1,7 @@
 """Arrow schemas of the outputs — `readings`, `dead_letters`, `runs` — and their version.
 
 Pattern: declarations only.
-Role:    docs/output.md §3–§4 as Arrow types. The writers (`transforms.write`),
+Role:    docs/output.md §3–§4 as Arrow types. The writers (`transforms.write.parquet`),
          the report (`pipelines.report`) and the tests build on these; a
          column is renamed or dropped only with a `SCHEMA_VERSION` bump.
 Emits:   nothing.

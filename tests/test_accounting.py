@@ -1,10 +1,10 @@
-"""The accounting written once (`transforms.accounting`): classify an event, count it, and the
+"""The accounting written once (`transforms.calls.accounting`): classify an event, count it, and the
 batch path and the stream path agree on every `runs` row."""
 
 from __future__ import annotations
 
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.accounting import (
+from footprint_audit.transforms.calls.accounting import (
     DEAD,
     RunCounts,
     add_dead_letter,
@@ -17,7 +17,7 @@ from footprint_audit.transforms.accounting import (
     run_row,
     stream_counts,
 )
-from footprint_audit.transforms.calls import CALL, NOT_NEEDED, join_call_events
+from footprint_audit.transforms.calls.from_events import CALL, NOT_NEEDED, join_call_events
 
 
 def ev(index: int, kind: str, call: str | None = None, **payload) -> Event:

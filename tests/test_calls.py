@@ -1,4 +1,4 @@
-"""Unit tests of the pure join, `transforms.calls` (no Beam).
+"""Unit tests of the pure join, `transforms.calls.from_events` (no Beam).
 
 What is pinned here (docs/output.md §2 and §4, docs/events.md §3–§4, §7–§8):
 
@@ -31,9 +31,9 @@ from footprint_audit.schemas.events import (
     Event,
     RunInput,
 )
-from footprint_audit.transforms.accounting import document_run_row
-from footprint_audit.transforms.call_types import RunFacts
-from footprint_audit.transforms.calls import (
+from footprint_audit.transforms.calls.accounting import document_run_row
+from footprint_audit.transforms.calls.call_types import RunFacts
+from footprint_audit.transforms.calls.from_events import (
     CALL,
     NOT_NEEDED,
     classify_event,
@@ -41,7 +41,7 @@ from footprint_audit.transforms.calls import (
     join_run,
     run_facts_from,
 )
-from footprint_audit.transforms.committed_state import committed_state_calls, tool_bytes_of
+from footprint_audit.transforms.calls.committed_state import committed_state_calls, tool_bytes_of
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

@@ -18,8 +18,8 @@ from helpers import ROOT
 from footprint_audit.pipelines import cli, compact
 from footprint_audit.pipelines import stream as stream_mod
 from footprint_audit.pipelines.report import SOURCE_VIEWS, check_output_dir, collect, connect, render_text
-from footprint_audit.transforms.stream_write import pane_file, window_folder
-from footprint_audit.transforms.write import write_arrow_file
+from footprint_audit.transforms.stream.write import pane_file, window_folder
+from footprint_audit.transforms.write.parquet import write_arrow_file
 
 STREAM = ["--source", f"file://{ROOT}/examples/recordings/**", "--declarations", str(ROOT / "examples/declarations.json")]
 

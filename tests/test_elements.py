@@ -14,8 +14,8 @@ from footprint_audit.pipelines import reassess
 from footprint_audit.pipelines.plans import runner_options
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
-from footprint_audit.transforms.call_types import Call
-from footprint_audit.transforms.elements import (
+from footprint_audit.transforms.calls.call_types import Call
+from footprint_audit.transforms.decode.elements import (
     EVENT_BYTES,
     ROW_BYTES,
     CallGroup,
@@ -24,9 +24,9 @@ from footprint_audit.transforms.elements import (
     ReadingRowsCoder,
     SourceFileCoder,
 )
-from footprint_audit.transforms.join import JoinRecordingRuns
-from footprint_audit.transforms.apply_readers import ApplyReaders
-from footprint_audit.transforms.reading_rows import READING_COLUMNS
+from footprint_audit.transforms.join.keyed import JoinRecordingRuns
+from footprint_audit.transforms.read.apply_readers import ApplyReaders
+from footprint_audit.transforms.read.reading_rows import READING_COLUMNS
 
 
 class _Unpicklable:

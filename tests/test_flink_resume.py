@@ -121,7 +121,7 @@ def test_the_declarations_hash_is_of_their_rowsat_not_the_file_bytes(tmp_path):
 def test_a_checkpoint_whose_join_state_has_another_layout_is_refused_in_one_sentence(tmp_path):
     import json
 
-    from footprint_audit.transforms.stream_join import STATE_LAYOUT
+    from footprint_audit.transforms.stream.join import STATE_LAYOUT
 
     with FlinkSession(_args(tmp_path), list(REMOTE)):
         pass

@@ -1,4 +1,4 @@
-"""`transforms.memory.leave_huge_pages_off`: a job's processes ask Linux for no transparent huge
+"""`transforms.process.memory.leave_huge_pages_off`: a job's processes ask Linux for no transparent huge
 pages, the processes they start inherit it, and the environment can keep the system's setting.
 
 The setting is inherited (a test session that ran a job in its own process has it already), so
@@ -22,7 +22,7 @@ CLEAR = "assert ctypes.CDLL(None).prctl(41, 0, 0, 0, 0) == 0;"
 PROBE = (
     "import ctypes, subprocess, sys; sys.path.insert(0, {root!r});" + CLEAR +
     "start = ctypes.CDLL(None).prctl(42, 0, 0, 0, 0);"
-    "from transforms.memory import leave_huge_pages_off;"
+    "from transforms.process.memory import leave_huge_pages_off;"
     "done = leave_huge_pages_off();"
     "get = 'import ctypes; print(ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))';"
     "child = subprocess.run([sys.executable, '-c', get], capture_output=True, text=True, check=True).stdout.strip();"

@@ -321,7 +321,7 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
 
 def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
     from footprint_audit.pipelines import report
-    from footprint_audit.transforms.reading_rows import READER_VERSION
+    from footprint_audit.transforms.read.reading_rows import READER_VERSION
 
     assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
     text = capsys.readouterr().out

@@ -5,7 +5,7 @@ The source itself runs on a real broker and Flink in `tests/integration/test_str
 
 from __future__ import annotations
 
-from footprint_audit.transforms.kafka_read import KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms
+from footprint_audit.transforms.stream.kafka_read import KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms
 
 P = PartitionPosition
 
@@ -60,7 +60,7 @@ def test_a_broker_that_is_down_is_said_once_a_minute_not_several_times_a_second(
     script = (
         "import time\n"
         "from confluent_kafka import TopicPartition\n"
-        "from footprint_audit.transforms.kafka_read import KafkaSpec, _consumer\n"
+        "from footprint_audit.transforms.stream.kafka_read import KafkaSpec, _consumer\n"
         f"c = _consumer(KafkaSpec('127.0.0.1:{port}', 't', 'g', 1 << 20))\n"
         "c.assign([TopicPartition('t', 0, 0)])\n"
         "end = time.monotonic() + 6\n"
@@ -76,7 +76,7 @@ def test_a_broker_that_is_down_is_said_once_a_minute_not_several_times_a_second(
 
 
 def test_a_finished_bounded_reads_positions_are_written_for_the_launcher(tmp_path):
-    from footprint_audit.transforms.kafka_read import write_positions
+    from footprint_audit.transforms.stream.kafka_read import write_positions
     import orjson
 
     path = tmp_path / "end.positions"

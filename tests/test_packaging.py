@@ -30,15 +30,15 @@ def test_an_install_claims_one_top_level_name_and_ships_every_folder(tmp_path):
     pkg = lib / "footprint_audit"
     assert sorted(p.name for p in pkg.iterdir() if p.is_dir()) == ["pipelines", "readers", "schemas", "transforms"]
     for folder in ("pipelines", "readers", "schemas", "transforms"):
-        shipped = sorted(p.name for p in (pkg / folder).glob("*.py"))
-        assert shipped == sorted(p.name for p in (ROOT / folder).glob("*.py")), folder
+        shipped = sorted(str(p.relative_to(pkg / folder)) for p in (pkg / folder).rglob("*.py"))
+        assert shipped == sorted(str(p.relative_to(ROOT / folder)) for p in (ROOT / folder).rglob("*.py")), folder
     assert (pkg / "schemas" / "views.sql").is_file()
 
 
 def test_the_installed_layout_imports_and_runs_without_the_repository(tmp_path):
     lib = _build(tmp_path)
     script = (
-        "import footprint_audit, footprint_audit.pipelines.cli as cli, footprint_audit.transforms.sources\n"
+        "import footprint_audit, footprint_audit.pipelines.cli as cli, footprint_audit.transforms.decode.sources\n"
         "from footprint_audit.pipelines import report\n"
         "assert footprint_audit.__path__ == [%r], footprint_audit.__path__\n"
         "assert 'create' in report.views_sql().lower()\n"

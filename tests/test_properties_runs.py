@@ -5,8 +5,8 @@ For any set of runs (hypothesis), written
 - as one JSON Lines event stream, the runs interleaved in any order and the
   lines spread over any number of files (each file keeping the order it got),
 
-the readings are the same rows, on the pure path (`transforms.sources` →
-`transforms.calls` → `transforms.reading_rows`, no Beam) and on the Beam path (the
+the readings are the same rows, on the pure path (`transforms.decode.sources` →
+`transforms.calls.from_events` → `transforms.read.reading_rows`, no Beam) and on the Beam path (the
 `reassess` job); every event is accounted for (docs/output.md §4); and running
 the job twice gives byte-identical files.
 
@@ -31,9 +31,9 @@ from helpers import load_table
 from footprint_audit.pipelines import reassess
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
-from footprint_audit.transforms import sources
-from footprint_audit.transforms.calls import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
-from footprint_audit.transforms.reading_rows import reading_row
+from footprint_audit.transforms.decode import sources
+from footprint_audit.transforms.calls.from_events import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
+from footprint_audit.transforms.read.reading_rows import reading_row
 
 NOT_COMPARED = {"reader_version", "emitted_at"}
 WHERE = {"source_file", "event_index"}  # where a reading came from: depends on how runs were filed

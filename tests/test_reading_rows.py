@@ -1,4 +1,4 @@
-"""Unit tests of `transforms.reading_rows` (no Beam): one joined call → its `readings` row.
+"""Unit tests of `transforms.read.reading_rows` (no Beam): one joined call → its `readings` row.
 
 What is pinned here (docs/output.md §2 step 6, §3, §5; docs/events.md §4, §5.7, §7):
 
@@ -17,7 +17,7 @@ What is pinned here (docs/output.md §2 step 6, §3, §5; docs/events.md §4, §
 - committed-state calls (`door_from` `committed-state` / `value`, `value_from` `history`);
 - `counted_at` as strings and the `described_*` counts.
 
-Calls are built from small event lists through `transforms.calls.join_run`.
+Calls are built from small event lists through `transforms.calls.from_events.join_run`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import pytest
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import Event, RunInput
 from footprint_audit.schemas.tables import READINGS
-from footprint_audit.transforms.calls import join_run
-from footprint_audit.transforms.reading_rows import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
+from footprint_audit.transforms.calls.from_events import join_run
+from footprint_audit.transforms.read.reading_rows import READER_VERSION, SERVED_REST_MAX, reading_row, served_columns, utf8_safe
 
 RUN = "run-1790361930311-2"
 SESSION = "sess-1"

@@ -502,8 +502,8 @@ def test_many_dead_letters_from_a_small_gzip_are_every_one_a_row_written_from_so
 
 def test_a_wall_clock_past_year_9999_is_a_null_ended_at_not_a_crash():
     from footprint_audit.schemas.events import Event
-    from footprint_audit.transforms.calls import join_call_events
-    from footprint_audit.transforms.reading_rows import reading_row
+    from footprint_audit.transforms.calls.from_events import join_call_events
+    from footprint_audit.transforms.read.reading_rows import reading_row
 
     for ms in (253402300800000, 1e15, -1e15, 8.64e15):
         end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": []}, {"runId": "r", "wallClockMs": ms})
@@ -516,8 +516,8 @@ def test_a_lone_surrogate_inside_a_result_text_is_written():
 
     from footprint_audit.schemas.events import Event
     from footprint_audit.schemas.tables import TABLES
-    from footprint_audit.transforms.calls import join_call_events
-    from footprint_audit.transforms.reading_rows import reading_row
+    from footprint_audit.transforms.calls.from_events import join_call_events
+    from footprint_audit.transforms.read.reading_rows import reading_row
 
     # The event itself is clean UTF-8: the surrogate is an escape inside the result *text*.
     end = Event(0, "stream.tool_end", {"toolCallId": "c", "result": '["\\ud800", 1'}, {"runId": "r"})

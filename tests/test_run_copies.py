@@ -14,7 +14,7 @@ import json
 import shutil
 
 from helpers import EXAMPLES, assert_accounted, load_table, reassess_cli
-from footprint_audit.transforms.run_copies import RECORDING, STREAM, copies_to_drop
+from footprint_audit.transforms.join.run_copies import RECORDING, STREAM, copies_to_drop
 
 RECORDING_FILE = EXAMPLES / "recordings" / "real" / "agentfootprint__demo-turn.json"
 #: Columns that name the file a reading came from.

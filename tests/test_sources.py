@@ -1,4 +1,4 @@
-"""Tests of `transforms.sources`: every input format, compression, and every dead letter.
+"""Tests of `transforms.decode.sources`: every input format, compression, and every dead letter.
 
 The real upstream files are in tests/data/fixtures (see its README); other
 inputs are built here, mostly from those real events.
@@ -33,12 +33,12 @@ from footprint_audit.schemas.events import (
     Event,
     SourceFile,
 )
-from footprint_audit.transforms.byte_streams import SourceError, decompress, open_stream
-from footprint_audit.transforms.documents import read_document, served_under_policy
-from footprint_audit.transforms.envelopes import check_envelope
-from footprint_audit.transforms.lines import iter_lines
-from footprint_audit.transforms.sniff import HEAD_BYTES, sniff_format
-from footprint_audit.transforms.sources import read_source
+from footprint_audit.transforms.decode.byte_streams import SourceError, decompress, open_stream
+from footprint_audit.transforms.decode.documents import read_document, served_under_policy
+from footprint_audit.transforms.decode.envelopes import check_envelope
+from footprint_audit.transforms.decode.lines import iter_lines
+from footprint_audit.transforms.decode.sniff import HEAD_BYTES, sniff_format
+from footprint_audit.transforms.decode.sources import read_source
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
 TURN2 = FIXTURES / "agentfootprint__turn2.recorded.EXTRACT.json"
@@ -710,8 +710,8 @@ def test_json_lines_accounting_property(lines):
 @pytest.mark.parametrize("size", [0, 3, 4, 70_000, 2_500_000])
 def test_a_stream_reads_the_same_peeked_or_not(packing, size):
     """`decompressing` peeks at a buffered stream and reads the magic of any other: same bytes."""
-    from footprint_audit.transforms.byte_streams import decompressing
-    from footprint_audit.transforms.sources import _head
+    from footprint_audit.transforms.decode.byte_streams import decompressing
+    from footprint_audit.transforms.decode.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
     packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]
@@ -763,7 +763,7 @@ def _every_input_shape(tmp_path: Path) -> list[Path]:
 
 
 def test_a_small_file_read_whole_gives_what_the_stream_gives(tmp_path, monkeypatch):
-    import footprint_audit.transforms.sources as sources
+    import footprint_audit.transforms.decode.sources as sources
     files = _every_input_shape(tmp_path)
     whole = [read_source(str(p)) for p in files]
     monkeypatch.setattr(sources, "WHOLE_FILE_BYTES", -1)  # every file streamed

@@ -1,5 +1,5 @@
-"""The streams' run counts through spill files (`transforms.spill_counts`, Beam's local runner):
-the same `runs` rows as `transforms.join.LineRunRows`' `GroupByKey`, and only file names cross the runner."""
+"""The streams' run counts through spill files (`transforms.join.spilled_counts`, Beam's local runner):
+the same `runs` rows as `transforms.join.keyed.LineRunRows`' `GroupByKey`, and only file names cross the runner."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner
-from footprint_audit.transforms.accounting import RunCounts
-from footprint_audit.transforms.join import LineRunRows, _line_run_row
-from footprint_audit.transforms.spill_counts import PARTITIONS, SpillLineRunRows
+from footprint_audit.transforms.calls.accounting import RunCounts
+from footprint_audit.transforms.join.keyed import LineRunRows, _line_run_row
+from footprint_audit.transforms.join.spilled_counts import PARTITIONS, SpillLineRunRows
 
 READ = [
     (("r1", "a.jsonl"), RunCounts(events=2, dead_letters=2, format="event-stream")),

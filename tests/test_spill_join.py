@@ -1,6 +1,6 @@
 """Bounded memory: the local runner's join and writer go through spill files, with the same tables.
 
-`transforms.spill_join` replaces the keyed `GroupByKey` of event streams on Beam's local
+`transforms.join.spilled` replaces the keyed `GroupByKey` of event streams on Beam's local
 runner (the one Dataflow and Flink keep): the tables are byte for byte those of the
 `GroupByKey` join, however small the partitions (split again down to one call), and no
 spill file is left once the job ends. Peak memory is measured in `bench/scale.py`.
@@ -19,7 +19,7 @@ from footprint_audit.pipelines.plans import LocalPlan, Plan, runner_options
 from footprint_audit.pipelines.output import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
-from footprint_audit.transforms.spill_join import _records, _Spiller
+from footprint_audit.transforms.join.spilled import _records, _Spiller
 
 DECL = str(EXAMPLES / "declarations.json")
 GLOB = str(EXAMPLES / "recordings" / "**")

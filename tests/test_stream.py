@@ -22,9 +22,9 @@ from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines import stream as stream_mod
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.held import hold
-from footprint_audit.transforms.stream_join import StatefulCallJoin
-from footprint_audit.transforms.stream_write import WriteStreamTable, pane_file, window_folder
+from footprint_audit.transforms.decode.held_codec import hold
+from footprint_audit.transforms.stream.join import StatefulCallJoin
+from footprint_audit.transforms.stream.write import WriteStreamTable, pane_file, window_folder
 
 T0 = 1_790_000_000  # seconds
 
@@ -145,8 +145,8 @@ def test_events_are_ordered_by_event_time_and_call_order_not_by_arrival():
 
 
 def test_order_call_events_sorts_by_time_then_canonical_order_and_drops_copies():
-    from footprint_audit.transforms.held import encode_held
-    from footprint_audit.transforms.stream_join import order_call_events
+    from footprint_audit.transforms.decode.held_codec import encode_held
+    from footprint_audit.transforms.stream.join import order_call_events
 
     end = ev(1, "stream.tool_end", "c1", T0, result=[])
     absent = ev(2, "tools.absent", "c1", T0, toolName="t")
@@ -361,8 +361,8 @@ def test_stream_source_uris_are_checked():
 
 
 def test_the_key_record_coder_round_trips_every_field_and_the_events():
-    from footprint_audit.transforms.held import encode_held, pack_held
-    from footprint_audit.transforms.stream_join import _CallState, _CallStateCoder, _RunCellCoder, held_events
+    from footprint_audit.transforms.decode.held_codec import encode_held, pack_held
+    from footprint_audit.transforms.stream.join import _CallState, _CallStateCoder, _RunCellCoder, held_events
 
     coder = _CallStateCoder()
     held = [encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000]
@@ -382,7 +382,7 @@ def test_the_key_record_coder_round_trips_every_field_and_the_events():
 
 
 def test_a_calls_timer_tag_names_it_whatever_its_id():
-    from footprint_audit.transforms.stream_join import call_of_tag, timer_tag
+    from footprint_audit.transforms.stream.join import call_of_tag, timer_tag
 
     for call_id in ("c1", "", "~x", "=y", "é", "x\ud800y", "\udfff"):
         tag = timer_tag(call_id)
@@ -394,7 +394,7 @@ def test_a_calls_timer_tag_names_it_whatever_its_id():
 def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    from footprint_audit.transforms.stream_events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, stamp
+    from footprint_audit.transforms.stream.events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, stamp
 
     other = ev(0, "stream.tool_start", "c2", T0 + 1, toolName="find_volumes")
     elsewhere = Event(0, "stream.tool_start", {"toolCallId": "c1", "toolName": "x"}, {"runId": "r2", "wallClockMs": (T0 + 2) * 1000})

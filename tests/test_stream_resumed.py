@@ -12,7 +12,7 @@ from apache_beam.transforms.window import TimestampedValue
 from helpers import ROOT, load_table
 from footprint_audit.pipelines import reassess
 from footprint_audit.pipelines import stream as stream_mod
-from footprint_audit.transforms.stream_events import RUN_FACT
+from footprint_audit.transforms.stream.events import RUN_FACT
 from test_stream import END_PLAIN, T0, arrive, ev, readings_of
 
 MS = 1_790_500_000_000

@@ -3,7 +3,7 @@
 Pure functions for the line's and the metrics' text and the outage state machine; the
 launcher's broker check against a closed port (an unreachable broker, without a broker: the
 integration test stops and restarts a real one); the endpoint on a free port; the figures the
-read and the join note (`transforms.stream_status`), and a failed offset commit counted.
+read and the join note (`transforms.stream.status`), and a failed offset commit counted.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 
 from footprint_audit.pipelines import stream as stream_mod
 from footprint_audit.pipelines.stream_watch import Figures, KafkaCheck, Outage, Watch, progress_line, prometheus_text
-from footprint_audit.transforms import stream_status
-from footprint_audit.transforms.kafka_read import KafkaSpec, _commit
+from footprint_audit.transforms.stream import status as stream_status
+from footprint_audit.transforms.stream.kafka_read import KafkaSpec, _commit
 
 FULL = Figures(records=12_345, per_minute=617.4, lag={"events": 42}, watermark_ms=1_790_000_003_500, calls_held=7,
                checkpoint_age=8.2, failed_commits=1, kafka=True, checkpoints=True, reachable=True, ready=True)

@@ -17,18 +17,18 @@ from helpers import EXAMPLES, fn_api_runner, load_table
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
 from footprint_audit.schemas.tables import TABLES
-from footprint_audit.transforms import join as join_mod
-from footprint_audit.transforms import input_files as read_mod
-from footprint_audit.transforms import write as write_mod
-from footprint_audit.transforms.accounting import document_run_row
-from footprint_audit.transforms.calls import join_run
-from footprint_audit.transforms.held import decode_held, unpack_held
-from footprint_audit.transforms.join import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
-from footprint_audit.transforms.input_files import ReadInputFiles
-from footprint_audit.transforms.apply_readers import ApplyReaders
-from footprint_audit.transforms.reading_rows import READING_COLUMNS, reading_row, reading_values
-from footprint_audit.transforms.sources import open_source
-from footprint_audit.transforms.write import WriteTable, rows_to_arrow
+from footprint_audit.transforms.join import keyed as join_mod
+from footprint_audit.transforms.decode import input_files as read_mod
+from footprint_audit.transforms.write import parquet as write_mod
+from footprint_audit.transforms.calls.accounting import document_run_row
+from footprint_audit.transforms.calls.from_events import join_run
+from footprint_audit.transforms.decode.held_codec import decode_held, unpack_held
+from footprint_audit.transforms.join.keyed import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.decode.input_files import ReadInputFiles
+from footprint_audit.transforms.read.apply_readers import ApplyReaders
+from footprint_audit.transforms.read.reading_rows import READING_COLUMNS, reading_row, reading_values
+from footprint_audit.transforms.decode.sources import open_source
+from footprint_audit.transforms.write.parquet import WriteTable, rows_to_arrow
 
 
 def ev(index, kind, call=None, run="run-1", **payload) -> Event:
@@ -178,7 +178,7 @@ def test_read_calls_reads_each_group_of_calls_with_the_declared_rows_key():
             ev(1, "stream.tool_end", "c1", result={"hosts": [1, 2, 3]}),
         ],
     )
-    from footprint_audit.transforms.calls import join_run
+    from footprint_audit.transforms.calls.from_events import join_run
 
     calls = join_run(run).calls
     decl = Declarations(rows_at={"list_hosts": "hosts"})

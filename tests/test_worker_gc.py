@@ -1,4 +1,4 @@
-"""`transforms.worker_gc`: the collector's thresholds are raised once per process, never lowered, and can be left alone."""
+"""`transforms.process.worker_gc`: the collector's thresholds are raised once per process, never lowered, and can be left alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from helpers import ROOT
 
 PROBE = (
     "import gc, sys; sys.path.insert(0, {root!r}); gc.set_threshold(*{start!r});"
-    "from transforms.worker_gc import tune_gc; first = tune_gc(); second = tune_gc();"
+    "from transforms.process.worker_gc import tune_gc; first = tune_gc(); second = tune_gc();"
     "print(first, second, *gc.get_threshold(), gc.get_freeze_count() > 0)"
 )
 

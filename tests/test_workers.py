@@ -58,7 +58,7 @@ def test_two_forked_workers_write_the_same_bytes_as_one(mixed_input, tmp_path):
 FAILING_JOB = """
 import sys
 from footprint_audit import pipelines
-from footprint_audit.transforms import apply_readers
+from footprint_audit.transforms.read import apply_readers
 
 def broken(*args, **kwargs):
     raise RuntimeError("a reader broke")

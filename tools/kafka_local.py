@@ -615,7 +615,7 @@ def recording_events(pattern: str) -> tuple[list[tuple[int | None, bytes | None,
         import orjson
         from footprint_audit.pipelines.errors import UsageError
         from footprint_audit.pipelines.inputs import expand_inputs
-        from footprint_audit.transforms.sources import read_source
+        from footprint_audit.transforms.decode.sources import read_source
     finally:
         logging.disable(logging.NOTSET)
     try:

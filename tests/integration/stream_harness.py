@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 import orjson
 
 from helpers import ROOT, load_table
-from footprint_audit.transforms.sources import read_source
+from footprint_audit.transforms.decode.sources import read_source
 
 #: Generous: CI shares a 2-core machine with other work.
 WAIT_SECONDS = 600

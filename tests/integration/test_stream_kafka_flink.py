@@ -226,7 +226,7 @@ def resumed_legs(history: Path) -> set[str]:
 
 
 def read_runs(path: Path):
-    from footprint_audit.transforms.sources import read_source
+    from footprint_audit.transforms.decode.sources import read_source
 
     return read_source(str(path)).runs
 

@@ -3,7 +3,7 @@
 Pattern: pure functions over bytes and streams (no Beam transforms, no clock).
 Role:    the bottom of the pipeline. The Beam read transform, the stream's file
          replay and the plain-Python baseline call `open_source` (or `read_source`);
-         the join (`transforms.calls`) gets the `RunInput`s it makes. The pieces it
+         the join (`transforms.calls.from_events`) gets the `RunInput`s it makes. The pieces it
          chains live beside it: `byte_streams` (opening, gzip / zstd), `sniff` (the
          format), `envelopes` (one element → event or dead letter), `documents`
          (whole JSON documents) and `lines` (JSON Lines and SSE, streamed).

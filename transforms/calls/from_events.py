@@ -1,7 +1,7 @@
 """The join: a run's events (or one call id's events) → tool calls with outcome, value and door.
 
 Pattern: pure functions over `schemas.events` data (docs/output.md §2, docs/events.md §3–§4).
-Role:    the one owner of "which events make a call". `transforms.join`
+Role:    the one owner of "which events make a call". `transforms.join.keyed`
          runs it inside one element per recording run (no shuffle) or per
          `(run_id, tool_call_id)` group after one `GroupByKey` (event
          streams); the streaming join runs it on its buffered state.
@@ -12,11 +12,11 @@ Emits:   nothing; no I/O, no Beam.
 | 1    | events grouped by run, in recording order                                         |
 | 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a `tool_start` or `tool_end` |
 | 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start` |
-| 4    | outcome, first match wins (`transforms.outcome`)                                  |
+| 4    | outcome, first match wins (`transforms.calls.outcome`)                                  |
 | 5    | value read (`modelResult` key, else `result`), door from the occurrence's events  |
-| 6    | committed-state calls (`transforms.committed_state`)                              |
+| 6    | committed-state calls (`transforms.calls.committed_state`)                              |
 
-The shapes it makes (`Call`, `RunFacts`, `JoinedRun`) are in `transforms.call_types`.
+The shapes it makes (`Call`, `RunFacts`, `JoinedRun`) are in `transforms.calls.call_types`.
 """
 
 from __future__ import annotations

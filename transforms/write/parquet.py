@@ -18,7 +18,7 @@ tables through ONE `GroupByKey` keyed `(table, shard, shards)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
 made, and only the batches are flattened. `WriteTable` is the one-table case.
 
-`WriteTables` may be given the run copies left out (`transforms.run_copies`):
+`WriteTables` may be given the run copies left out (`transforms.join.run_copies`):
 `(run_id, source_file)` pairs, a side input of the shard writer (after the
 shuffle, so it costs nothing upstream). Their `readings` and `dead_letters`
 rows are not written and their `runs` rows count every event as not needed;
@@ -59,7 +59,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
 
-from .memory import give_back_memory, release_arrow_memory
+from footprint_audit.transforms.process import give_back_memory, release_arrow_memory
 
 
 __all__ = [
@@ -149,7 +149,7 @@ def rows_to_arrow(table: str, rows: Sequence[dict | tuple]) -> pa.Table:
     """Rows as an Arrow table with the table's schema (a missing key is a null, as `Table.from_pylist`).
 
     A row is a dict, or a tuple of every column's value in the schema's order
-    (`transforms.reading_rows.reading_values`); the rows given are all of one kind.
+    (`transforms.read.reading_rows.reading_values`); the rows given are all of one kind.
     The rows are read once each, in one pass, and their values split into columns;
     `from_pylist` reads every row once per column (45 passes for `readings`).
     """

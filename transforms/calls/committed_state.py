@@ -1,7 +1,7 @@
 """Calls seen only in committed state: the snapshot's history tool messages (docs/events.md §4.2–§4.3).
 
 Pattern: pure functions over a recording's snapshot.
-Role:    `transforms.calls.join_run` adds these calls to a run's calls from events;
+Role:    `transforms.calls.from_events.join_run` adds these calls to a run's calls from events;
          their door comes from `coverageDeclared` rows, or from the value when none exists.
 """
 

@@ -1,7 +1,7 @@
 """Beam, local runner: the keyed join of event streams through files on local disk, in bounded memory.
 
 Pattern: a composite `PTransform` with the same inputs and outputs as
-         `transforms.join.JoinLineEvents`, for Beam's local runner only.
+         `transforms.join.keyed.JoinLineEvents`, for Beam's local runner only.
 Role:    the local runner (FnApiRunner) holds a `GroupByKey`'s whole input in the
          launcher's memory, about 6x the stream's bytes: a 3 GB export does not fit
          a 16 GB laptop. Here the keyed call events never cross a `GroupByKey`.
@@ -32,8 +32,8 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
-from .elements import CallGroup
-from .join import COUNTS, JoinCallFn, run_facts
+from footprint_audit.transforms.decode import CallGroup
+from .keyed import COUNTS, JoinCallFn, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 

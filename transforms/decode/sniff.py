@@ -1,7 +1,7 @@
 """Which format a file holds, told by its first bytes and its name (docs/output.md §1, docs/events.md §6).
 
 Pattern: pure functions over a file's head.
-Role:    `transforms.sources` asks `sniff_format` once per file.
+Role:    `transforms.decode.sources` asks `sniff_format` once per file.
 """
 
 from __future__ import annotations

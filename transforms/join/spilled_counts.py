@@ -1,6 +1,6 @@
 """Beam, local runner: event streams' partial run counts → `runs` rows, through files on local disk.
 
-Pattern: a composite `PTransform` with the same input and output as `transforms.join.LineRunRows`
+Pattern: a composite `PTransform` with the same input and output as `transforms.join.keyed.LineRunRows`
          (given the count PCollections as a tuple, not flattened), for Beam's local runner only.
 Role:    every step that counts stream events (the reader's dead letters, `KeyLineEvents`,
          the join) emits one partial count per `(run_id, source_file)` and bundle: at
@@ -11,7 +11,7 @@ Role:    every step that counts stream events (the reader's dead letters, `KeyLi
          Here each producing step's counts are added up per bundle and appended to
          `PARTITIONS` small files by a stable hash of the run id; only the files' names
          cross the runner, one `GroupByKey` gathers each partition's names, and the
-         partition's counts are added up (`transforms.accounting.add_counts`, in the
+         partition's counts are added up (`transforms.calls.accounting.add_counts`, in the
          order the files were written in each producer) into its `runs` rows.
          The spill files are the job's: the launcher removes their folder.
 Emits:   `runs` rows (dicts), one per run and file, as `LineRunRows`.
@@ -29,7 +29,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
-from .accounting import RunCounts, add_counts, run_row
+from footprint_audit.transforms.calls import RunCounts, add_counts, run_row
 
 __all__ = ["SpillLineRunRows", "PARTITIONS"]
 
@@ -108,7 +108,7 @@ def _partition_rows(item: tuple[int, Iterable[str]]) -> Iterator[dict]:
 
 class SpillLineRunRows(beam.PTransform):
     """Partial counts keyed `(run_id, source_file)` (a tuple of PCollections) → one `runs` row per run and
-    file, as `transforms.join.LineRunRows`, with the counts gathered through files under `folder`."""
+    file, as `transforms.join.keyed.LineRunRows`, with the counts gathered through files under `folder`."""
 
     def __init__(self, folder: str) -> None:
         super().__init__()

@@ -1,6 +1,6 @@
 """Beam: calls → readings rows, through the pure readers.
 
-Pattern: one composite `PTransform` around `transforms.reading_rows.reading_values`.
+Pattern: one composite `PTransform` around `transforms.read.reading_rows.reading_values`.
 Role:    the only step that asks `readers/`; the declarations (each tool's
          `rowsAt`) are handed in once, never read from events.
 Takes:   calls in groups, as the joins make them (a `CallGroup` per run or per call
@@ -19,11 +19,10 @@ from apache_beam.metrics import Metrics
 
 from footprint_audit.schemas.declarations import Declarations
 
-from .call_types import Call
-from .elements import CallGroup, ReadingRows
-from .progress import Ticker
+from footprint_audit.transforms.calls import Call
+from footprint_audit.transforms.decode import CallGroup, ReadingRows
+from footprint_audit.transforms.process import Ticker, tune_gc
 from .reading_rows import READER_VERSION, reading_values
-from .worker_gc import tune_gc
 
 __all__ = ["ApplyReaders"]
 

@@ -1,7 +1,7 @@
 """Input files as byte streams: opened (local or remote), and gzip / zstd undone by their magic bytes.
 
 Pattern: pure functions and one small raw stream over bytes (no Beam transforms, no clock).
-Role:    the bottom of `transforms.sources`: it opens what the other modules read.
+Role:    the bottom of `transforms.decode.sources`: it opens what the other modules read.
          `apache_beam` is imported lazily, only by `open_stream` (a remote path).
 Never:   inflates more than the cap it is given.
 """

@@ -3,7 +3,7 @@
 Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
          every partition's next offset) inside one composite `PTransform`.
 Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
-         (`transforms.envelopes.event_from_message`) and stamped with the event's
+         (`transforms.decode.envelopes.event_from_message`) and stamped with the event's
          own `meta.wallClockMs`, so the watermark can follow the events:
          per partition the latest event time seen, minus a bounded
          out-of-orderness; the source's watermark is the least of the
@@ -40,8 +40,8 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from . import stream_status
-from .stream_events import stamp_message
+from . import status as stream_status
+from .events import stamp_message
 
 __all__ = [
     "ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",

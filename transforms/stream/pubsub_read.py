@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from .stream_events import ParseMessageFn
+from .events import ParseMessageFn
 
 __all__ = ["ReadPubSubEvents", "pubsub_messages"]
 

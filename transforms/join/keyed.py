@@ -1,13 +1,13 @@
 """Beam: events → calls. Recording runs joined in place; event streams keyed and grouped once.
 
-Pattern: composite `PTransform`s around the pure join (`transforms.calls`).
+Pattern: composite `PTransform`s around the pure join (`transforms.calls.from_events`).
 Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          element (a recording holds its runs whole: no shuffle);
          `KeyLineEvents` + `JoinLineEvents` key JSON Lines / SSE events by
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
-         (`transforms.held`), not pickled, gathered and packed per key within a
+         (`transforms.decode.held_codec`), not pickled, gathered and packed per key within a
          bundle: a call's events are one element, not one each (the local runner
          groups in the launcher, element by element).
 Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
@@ -29,8 +29,16 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 
-from .accounting import RunCounts, add_counts, count_event, count_joined, counts_for, document_run_row, run_row
-from .calls import (
+from footprint_audit.transforms.calls import (
+    RunCounts,
+    add_counts,
+    count_event,
+    count_joined,
+    counts_for,
+    document_run_row,
+    run_row,
+)
+from footprint_audit.transforms.calls import (
     CALL,
     NOT_NEEDED,
     RunFacts,
@@ -39,8 +47,7 @@ from .calls import (
     join_run,
     run_facts_from,
 )
-from .elements import CallGroup
-from .held import decode_held, encode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import CallGroup, decode_held, encode_held, pack_held, unpack_held
 
 __all__ = [
     "JoinRecordingRuns",
@@ -119,7 +126,7 @@ class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
     A key's call events (and a run's facts) are gathered within the bundle and sent on
-    as one packed element per key (`transforms.held.pack_held`), at the bundle's end or when `GATHER_BYTES`
+    as one packed element per key (`transforms.decode.held_codec.pack_held`), at the bundle's end or when `GATHER_BYTES`
     are held. Counts are added up per bundle and emitted once per `(run, file)` key.
     """
 
@@ -181,8 +188,8 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 class KeyLineEvents(beam.PTransform):
     """Stream events → `KEYED` ((run_id, call_id), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
-    `COUNTS`. A key's held events of one bundle (`transforms.held.encode_held(file, Event)`) cross the shuffle
-    as one element, packed by `transforms.held.pack_held`."""
+    `COUNTS`. A key's held events of one bundle (`transforms.decode.held_codec.encode_held(file, Event)`) cross the shuffle
+    as one element, packed by `transforms.decode.held_codec.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(

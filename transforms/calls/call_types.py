@@ -1,8 +1,8 @@
 """The shapes the join makes: a `Call` (one occurrence of a tool call), a run's `RunFacts`, a `JoinedRun`.
 
 Pattern: dataclasses and small pure value helpers; no I/O, no Beam.
-Role:    shared by the join (`transforms.calls`), the outcome rules (`transforms.outcome`),
-         committed-state calls (`transforms.committed_state`) and the reading (`transforms.reading_rows`).
+Role:    shared by the join (`transforms.calls.from_events`), the outcome rules (`transforms.calls.outcome`),
+         committed-state calls (`transforms.calls.committed_state`) and the reading (`transforms.read.reading_rows`).
 """
 
 from __future__ import annotations

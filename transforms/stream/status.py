@@ -1,7 +1,7 @@
 """What a running stream's workers tell a launcher in their process: records read, the read's
 positions and watermark, calls held in the join's state, failed offset commits.
 
-Role: the Kafka read (`transforms.kafka_read`) and the join (`transforms.stream_join`) note their
+Role: the Kafka read (`transforms.stream.kafka_read`) and the join (`transforms.stream.join`) note their
 figures here, a few dictionary updates per bundle. With `--environment_type=LOOPBACK` (and on
 Beam's local runner) the workers are threads of the launcher, which reads them
 (`pipelines.stream_watch`); workers in other processes note them in theirs, and the launcher,

@@ -1,8 +1,8 @@
 """Beam (streaming): messages and replayed files → events at their event times, classified and keyed.
 
 Pattern: small `DoFn`s, one per concern, that the stream job chains.
-Role:    between the stream's sources (`transforms.kafka_read`, Pub/Sub,
-         `file://` replay) and the stateful join (`transforms.stream_join`).
+Role:    between the stream's sources (`transforms.stream.kafka_read`, Pub/Sub,
+         `file://` replay) and the stateful join (`transforms.stream.join`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
 Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
@@ -25,11 +25,17 @@ from apache_beam.utils.windowed_value import WindowedValue
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 
-from . import envelopes, sources
-from .accounting import RunCounts, add_dead_letter, count_event, stream_counts
-from .calls import CALL, NOT_NEEDED, dead_letter_of
-from .held import encode_held
-from .worker_gc import tune_gc
+from footprint_audit.transforms.decode import encode_held, event_from_message, open_source
+from footprint_audit.transforms.calls import (
+    CALL,
+    NOT_NEEDED,
+    RunCounts,
+    add_dead_letter,
+    count_event,
+    dead_letter_of,
+    stream_counts,
+)
+from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
     "KEYED",
@@ -79,7 +85,7 @@ def stamp_message(
     source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
 ) -> tuple[TimestampedValue, int]:
     """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, envelopes.event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms, data)
+    return stamp(source, event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms, data)
 
 
 def _fallback(ms: Any) -> float:
@@ -96,7 +102,7 @@ class ReadFilesAsStreamFn(beam.DoFn):
         tune_gc()
 
     def process(self, path: str) -> Iterable[Any]:
-        opened = sources.open_source(path, self.max_event_bytes)
+        opened = open_source(path, self.max_event_bytes)
         if isinstance(opened, SourceFile):
             items: Iterable[Any] = itertools.chain(
                 opened.dead_letters, *((*run.events, *run.dead_letters) for run in opened.runs)

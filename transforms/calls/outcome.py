@@ -1,7 +1,7 @@
 """A call's outcome, first match wins (docs/output.md §2 step 4, docs/events.md §4.1).
 
 Pattern: pure functions over one occurrence's decision events.
-Role:    `transforms.calls._build_call` collects the decisions (`Decisions`) in one pass
+Role:    `transforms.calls.from_events._build_call` collects the decisions (`Decisions`) in one pass
          and asks `outcome()` for `(outcome, withheld_by)`.
 """
 

@@ -6,7 +6,7 @@ Role:    Beam samples the size of the elements passing between steps (its
          element by pickling it: a recording file's whole parsed content, or
          every call of a run, a few dozen times per step. The coders here
          encode exactly as Beam's fallback does (pickle) but estimate a size
-         from what the element holds, without encoding it. `transforms.input_files`,
+         from what the element holds, without encoding it. `transforms.decode.input_files`,
          `.join` and `.apply_readers` declare their main outputs with these types
          (`with_output_types`), which picks these coders.
 Emits:   nothing; no I/O.

@@ -1,6 +1,6 @@
 """Beam: input files → recording documents, stream events and dead letters.
 
-Pattern: one composite `PTransform` around the pure byte readers (`transforms.sources`).
+Pattern: one composite `PTransform` around the pure byte readers (`transforms.decode.sources`).
 Role:    the top of the pipeline. Each file is sniffed once: a recording
          document (envelope v1, recording, events array) becomes one
          `SourceFile` element whose runs are joined in place downstream; a
@@ -22,10 +22,9 @@ from apache_beam.metrics import Metrics
 from footprint_audit.schemas.events import Event, SourceFile
 
 from . import sources
-from .accounting import RunCounts
+from footprint_audit.transforms.calls import RunCounts
 from . import elements  # noqa: F401  (registers the elements' coders)
-from .progress import Progress
-from .worker_gc import tune_gc
+from footprint_audit.transforms.process import Progress, tune_gc
 
 __all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
 

@@ -2,9 +2,9 @@
 
 Pattern: a stateful `DoFn` keyed by `run_id`, its timers tagged by `tool_call_id`, inside one
          composite `PTransform`.
-Role:    the streaming twin of `transforms.join`: the same pure join
-         (`transforms.calls.join_call_events`) and the same reading
-         (`transforms.reading_rows.reading_row`), run when a call is complete
+Role:    the streaming twin of `transforms.join.keyed`: the same pure join
+         (`transforms.calls.from_events.join_call_events`) and the same reading
+         (`transforms.read.reading_rows.reading_row`), run when a call is complete
          enough, on events that arrive out of order and more than once.
 Emits:   `readings` rows (main; `revision`, `emitted_at` filled), dead-letter rows
          (`DEAD_LETTERS`) and run-count corrections (`COUNT_FIXES`).
@@ -78,14 +78,12 @@ from footprint_audit.schemas.events import (
     Event,
 )
 
-from .accounting import DEAD, moved_counts
-from .call_types import RunFacts
-from .calls import NOT_NEEDED, join_call_events, run_facts_from
-from .held import decode_held, pack_held, unpack_held
-from .reading_rows import READER_VERSION, reading_row
-from .stream_events import RUN_FACT
-from .stream_status import note_held
-from .worker_gc import tune_gc
+from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
+from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
+from footprint_audit.transforms.read import READER_VERSION, reading_row
+from .events import RUN_FACT
+from .status import note_held
+from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
     "StatefulCallJoin",
@@ -531,7 +529,7 @@ _FRESH = _CallState()
 
 
 def _open_calls(cell: dict[Any, Any]) -> int:
-    """How many calls a run's cell holds that are not closed (`transforms.stream_status`)."""
+    """How many calls a run's cell holds that are not closed (`transforms.stream.status`)."""
     return sum(1 for call_id, held in cell.items() if call_id is not None and not held.closed)
 
 

@@ -1,7 +1,7 @@
 """Read one joined call: the `readings` row (docs/output.md §2 step 6, §3, §5).
 
-Pattern: pure function over a `transforms.calls.Call`, asking `readers/`.
-Role:    the one place a call becomes a row; `transforms.apply_readers` runs it
+Pattern: pure function over a `transforms.calls.from_events.Call`, asking `readers/`.
+Role:    the one place a call becomes a row; `transforms.read.apply_readers` runs it
          in Beam, the plain-Python baseline and the streaming join run it too.
 Emits:   nothing; no I/O, no Beam.
 
@@ -36,7 +36,7 @@ from footprint_audit.readers.result_facts import paging_next_text
 
 from footprint_audit.schemas.tables import READINGS
 
-from .call_types import DOOR_VALUE, Call, is_placeholder
+from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["reading_row", "reading_values", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
 
@@ -194,7 +194,7 @@ def reading_values(
 ) -> tuple:
     """One call → its `readings` row as a tuple of values in the table's column order (`READING_COLUMNS`).
 
-    The form the job's writer takes (`transforms.write.rows_to_arrow`): no dict is built
+    The form the job's writer takes (`transforms.write.parquet.rows_to_arrow`): no dict is built
     per call, and the values are already in the order Arrow's columns are made in.
     `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row.
     """

@@ -31,7 +31,7 @@ from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import TimerSpec, on_timer
 from apache_beam.utils.windowed_value import WindowedValue
 
-from .write import ipc_to_table, rows_to_ipc, sort_arrow, write_arrow_file
+from footprint_audit.transforms.write import ipc_to_table, rows_to_ipc, sort_arrow, write_arrow_file
 
 __all__ = ["WriteStreamTable", "MarkEndOfInput", "every_few_seconds", "window_folder", "pane_file"]
 

@@ -1,6 +1,6 @@
 """Gives a process's freed memory back to the system: Arrow's allocator and C's `malloc`.
 
-Role: called by the table writer (`transforms.write`) after each file it writes (Arrow's
+Role: called by the table writer (`transforms.write.parquet`) after each file it writes (Arrow's
 pool alone also after each column it sorts). A
 shard's rows are held whole while it is sorted and written (hundreds of MB for the
 largest tables of a multi-GB input), then freed; both allocators keep freed pages

@@ -1,7 +1,7 @@
 """Events as compact bytes, for the shuffles and the state that carry them.
 
-Role: the batch join of event streams (`transforms.join`: the `GroupByKey` of call
-events and of run facts) and the streaming join (`transforms.stream_join`: its
+Role: the batch join of event streams (`transforms.join.keyed`: the `GroupByKey` of call
+events and of run facts) and the streaming join (`transforms.stream.join`: its
 shuffle and its per-key bag) carry `(source_file, Event)` pairs. Beam's default
 coder pickles each one; these helpers write it as one orjson array instead, and
 fall back to pickle for what JSON cannot hold exactly.
@@ -12,7 +12,7 @@ lz4-compressed byte string, so the batch join's shuffle moves fewer elements and
 An event read alone from its own bytes (a JSON Lines line, an SSE block's data, a
 stream message: `Event.raw`) is held as those bytes, `l` + the length of an orjson
 `[source_file, index]` + that array + the bytes, and read again from them after the
-join (`transforms.envelopes.event_read_again`, the same parse): nothing is written
+join (`transforms.decode.envelopes.event_read_again`, the same parse): nothing is written
 again, and nothing can change, and no event is written out again to be held.
 
 Any other event (`j`, `p`), exactness: orjson writes a non-finite float (an `Infinity`

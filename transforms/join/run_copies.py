@@ -11,7 +11,7 @@ Role:    a recording file is joined in place, so a run copied into a second
          read (the first by name on a tie) and every other copy, recording or
          event stream, is left out: its readings and dead letters are not
          written, and its `runs` row counts its events as not needed
-         (`transforms.write` applies that). Event streams alone need nothing:
+         (`transforms.write.parquet` applies that). Event streams alone need nothing:
          their join already merges the same run's events across files.
 Emits:   `(run_id, source_file)` pairs of the copies left out (usually none).
 """

@@ -3,8 +3,8 @@
 Pattern: pure functions: classify an event and count it as used, not needed or dead;
          count a joined call group's events; add partial counts; make a `runs` row.
 Role:    the one owner of "nothing lost", shared by the batch join
-         (`transforms.join`), the stream (`transforms.stream_events`,
-         `transforms.stream_join`) and the plain-Python baseline (`bench.baseline`).
+         (`transforms.join.keyed`), the stream (`transforms.stream.events`,
+         `transforms.stream.join`) and the plain-Python baseline (`bench.baseline`).
          Each row keeps `events = events_used + events_not_needed + dead_letters`.
          A stream's counts also list each record they count by its source position
          (`records`): a restarted job that reads records again writes their counts
@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from footprint_audit.schemas.events import TOOL_END, Event, RunInput
 
 from .call_types import Call, JoinedRun
-from .calls import CALL, NOT_NEEDED, classify_event
+from .from_events import CALL, NOT_NEEDED, classify_event
 
 #: How a stream's record is counted (`runs.records.counted_as`); NOT_NEEDED is "not-needed".
 USED = "used"
