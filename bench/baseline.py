@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, RunInput, SourceFile  # noqa: E402
-from footprint_audit.pipelines.inputs import expand_inputs  # noqa: E402
+from footprint_audit.pipelines.inputs.patterns import expand_inputs  # noqa: E402
 from footprint_audit.transforms.calls.accounting import (  # noqa: E402
     RunCounts,
     add_counts,
@@ -58,11 +58,11 @@ from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, s
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 
-BYTES_PER_SHARD = 256 << 20  # as pipelines.plans
+BYTES_PER_SHARD = 256 << 20  # as pipelines.local_runner.plans
 
 
 def list_inputs(pattern: str) -> list[tuple[str, int]]:
-    """The job's own input listing (`pipelines.inputs.expand_inputs`) of one folder or glob."""
+    """The job's own input listing (`pipelines.inputs.patterns.expand_inputs`) of one folder or glob."""
     return expand_inputs([pattern])
 
 

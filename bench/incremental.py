@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args(argv)
-    from footprint_audit.pipelines.manifest import file_sha256
+    from footprint_audit.pipelines.output.manifest import file_sha256
 
     pattern, decl = dataset(args.layout, parse_size(args.size), args.seed, Path(args.data))
     files = sorted(p for p in Path(pattern).rglob("*") if p.is_file())

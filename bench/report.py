@@ -28,7 +28,7 @@ from bench.browser import Browser, find_chromium
 
 def measure(root: Path, calls: int, runs: int) -> dict[str, float]:
     """The report's figures on an output of `calls` calls written under `root`."""
-    from footprint_audit.pipelines import report
+    from footprint_audit.pipelines.report import command as report
 
     out = write_audit_output(root / f"out-{calls}", calls)
     page = root / f"report-{calls}.html"

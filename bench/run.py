@@ -14,7 +14,7 @@ Benchmarks (`--only` picks some):
 * `readers`   — `bench/bench_readers.py`'s "all three" loop (records/s);
 * `recordings`— reassess on recording files (no shuffle but the writes):
                  the plain-Python baseline (`bench/baseline.py`) and the
-                 Beam job (`pipelines.reassess`, FnApiRunner, one worker);
+                 Beam job (`pipelines.reassess.command`, FnApiRunner, one worker);
 * `stream`    — the same on JSON Lines / SSE event streams (one GroupByKey);
 * `stateful`  — the streaming stateful join (`transforms.stream.join`)
                  through TestStream on the local streaming runner (events/s);
@@ -160,7 +160,7 @@ def _worker_floor(args: argparse.Namespace) -> dict:
 
 
 def _worker_beam(args: argparse.Namespace) -> dict:
-    from footprint_audit.pipelines import reassess
+    from footprint_audit.pipelines.reassess import command as reassess
 
     argv = ["--input", args.input, "--output", args.output, "--declarations", args.declarations,
             "--no-progress", "--quiet", "--direct_num_workers=1"]

@@ -15,7 +15,7 @@ deleted after its run. Run it with `nice`, once: the 5 GB run takes a while.
 `files`: N small files (one call each) in folders of 1,000; the job is run in this
 process with one worker and the time from `run()` to the first file opened is taken
 (`transforms.decode.sources.open_source` wrapped here), next to how long listing every file
-up front takes (`pipelines.inputs.expand_inputs`, what the launcher did before listing moved to the workers
+up front takes (`pipelines.inputs.patterns.expand_inputs`, what the launcher did before listing moved to the workers
 before any worker started).
 
 Never run by the tests.
@@ -136,8 +136,8 @@ def streams(args: argparse.Namespace) -> int:
 
 
 def files(args: argparse.Namespace) -> int:
-    from footprint_audit.pipelines import reassess
-    from footprint_audit.pipelines.inputs import expand_inputs
+    from footprint_audit.pipelines.reassess import command as reassess
+    from footprint_audit.pipelines.inputs.patterns import expand_inputs
     from footprint_audit.transforms.decode import input_files as read_mod
     from footprint_audit.transforms.decode import sources
 

@@ -128,7 +128,7 @@ def _files(out: Path, table: str) -> list[Path]:
 
 def _accounted(out: Path) -> int:
     """The records the tables account for, each once (the report's views)."""
-    from footprint_audit.pipelines.report import check_output_dir, connect, fetch
+    from footprint_audit.pipelines.report.command import check_output_dir, connect, fetch
 
     return int(fetch(connect(out, check_output_dir(out)), "SELECT events_read FROM report_figures")[0]["events_read"])
 

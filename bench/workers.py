@@ -1,7 +1,7 @@
 """How `reassess` scales with worker processes: wall time of `--workers 1` against `--workers 2`.
 
 Role: the worker processes' benchmark (not a test). Each run is its own process, not pinned (the
-workers need every core); the time is the wall time of `pipelines.reassess.run` in it
+workers need every core); the time is the wall time of `pipelines.reassess.command.run` in it
 (interpreter start and the launcher's imports left out, as in `bench/run.py`; the
 workers' start is counted). Modes are alternated run by run, each figure is the median
 of `--runs`, each ratio is of two medians from the same invocation, and every mode's
@@ -10,12 +10,12 @@ tables are compared byte for byte with `--workers 1`'s ("same bytes").
 Modes (`--modes`):
 
 * `w1`      — `--workers 1`: Beam's local runner, its worker in the launcher;
-* `w2`      — `--workers 2`: two worker processes forked from the launcher (pipelines/workers.py);
+* `w2`      — `--workers 2`: two worker processes forked from the launcher (pipelines/local_runner/workers.py);
 * `spawn2`  — the same pool with new interpreters as workers (what a launcher with threads gets);
 * `beammp2` — Beam's own `--direct_num_workers 2 --direct_running_mode multi_processing`;
 * `flink1`, `flink2` — the Flink cluster of tools/flink_cluster.py (started by this
   command, stopped after), parallelism 1 and 2, Python workers in its worker pool;
-* `MODE-TUNING` — a local mode with one of the process tunings (pipelines/plans.py) left out, to
+* `MODE-TUNING` — a local mode with one of the process tunings (pipelines/local_runner/plans.py) left out, to
   weigh it: `nogc` (CPython's collector thresholds), `thp` (the system's transparent huge pages),
   e.g. `w2-nogc`.
 
@@ -52,7 +52,8 @@ TARGET = 1.6
 
 def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> dict:
     """One run in this (fresh) process: the job's wall seconds."""
-    from footprint_audit.pipelines import reassess, workers
+    from footprint_audit.pipelines.reassess import command as reassess
+    from footprint_audit.pipelines.local_runner import workers
 
     mode = mode.partition("-")[0]  # a tuning left out is set in the environment (`_spawn`)
     extra: list[str] = []

@@ -4,9 +4,9 @@ Pattern: a thin dispatcher; each subcommand owns its flags (`run(argv)`).
 Role:    the console script. A user's mistake is one sentence on stderr and
          exit code 2, never a traceback; Beam options pass through untouched.
          Log lines (Beam's included) stay off stderr unless `FOOTPRINT_AUDIT_LOG`
-         asks for them: `pipelines.quiet`, installed when this package is imported.
+         asks for them: `pipelines.launch.quiet`, installed first thing by `main`.
          Ctrl-C or SIGTERM, from the first moment (imports included), is one line
-         and exit code 130 or 143 (`pipelines.interrupts`).
+         and exit code 130 or 143 (`pipelines.launch.interrupts`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .interrupts import interrupted_exit, raise_on_terminate
+from footprint_audit.pipelines.launch import install, interrupted_exit, raise_on_terminate
 
 USAGE = """usage: footprint-audit COMMAND [options]
 
@@ -38,6 +38,7 @@ commands:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     raise_on_terminate()  # SIGTERM stops a command as Ctrl-C does, from its first moment
+    install()  # log lines off stderr unless FOOTPRINT_AUDIT_LOG asks; before Beam's import warns
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
@@ -53,15 +54,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:  # the command's imports too (Beam's take a second or two): Ctrl-C there is the same one line
         if command == "reassess":
-            from .reassess import run
+            from footprint_audit.pipelines.reassess import run
         elif command == "stream":
-            from .stream import run
+            from footprint_audit.pipelines.stream import run
         elif command == "compact":
-            from .compact import run
+            from footprint_audit.pipelines.compact import run
         elif command == "report":
-            from .report import run
+            from footprint_audit.pipelines.report import run
         else:
-            from .diff_command import run
+            from footprint_audit.pipelines.diff import run
         return run(rest)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
         print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)

@@ -1,8 +1,8 @@
 """The app's declarations file (docs/output.md §6): which key of a tool's result holds its rows.
 
 Pattern: a validator that names the key and the rule it breaks.
-Role:    read once, before any input, by `pipelines.reassess` and
-         `pipelines.stream`; the readers get each tool's `rowsAt` from here,
+Role:    read once, before any input, by `pipelines.reassess.command` and
+         `pipelines.stream.command`; the readers get each tool's `rowsAt` from here,
          never from events.
 Emits:   nothing (reads the file it is handed).
 """

@@ -2,7 +2,7 @@
 
 Pattern: declarations only.
 Role:    docs/output.md §3–§4 as Arrow types. The writers (`transforms.write.parquet`),
-         the report (`pipelines.report`) and the tests build on these; a
+         the report (`pipelines.report.command`) and the tests build on these; a
          column is renamed or dropped only with a `SCHEMA_VERSION` bump.
 Emits:   nothing.
 """

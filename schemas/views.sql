@@ -1,6 +1,6 @@
 -- The audit summaries as SQL views over the Parquet output.
 --
--- Role:   one source of truth for `footprint-audit report`: pipelines/report.py
+-- Role:   one source of truth for `footprint-audit report`: pipelines/report/command.py
 --         runs this file in DuckDB and only formats what the views return.
 -- Use:    replace {out} by the output directory (the one holding readings/,
 --         dead_letters/ and runs/), then run the whole file, e.g.
@@ -16,7 +16,7 @@
 --         streaming output (readings/window=.../*.parquet) read alike: every
 --         column is in the files, the folder names are not read. A name starting
 --         with '.' is a file still being written (`[!.]*`), and a stream's roll-up
---         (`footprint-audit compact`, pipelines/compact.py) lists in its Parquet
+--         (`footprint-audit compact`, pipelines/compact/rollup.py) lists in its Parquet
 --         key-value metadata `footprint_audit.replaces` the files of its folder it
 --         holds: the three source views skip those (also a roll-up not yet seen in
 --         the metadata), so between its rename and the deletes each row is read once.

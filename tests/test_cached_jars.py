@@ -7,7 +7,8 @@ import os
 import pytest
 from apache_beam.runners.portability.flink_runner import FlinkRunner
 
-from footprint_audit.pipelines import cached_jars, reassess
+from footprint_audit.pipelines.flink import cached_jars
+from footprint_audit.pipelines.reassess import command as reassess
 from tools import jars
 
 ARGS = ["--input", "examples/recordings/**", "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]

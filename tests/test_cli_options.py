@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli
-from footprint_audit.pipelines.options_check import OptionsError, check_beam_args
+from footprint_audit.pipelines.options.check import OptionsError, check_beam_args
 from test_cli_inputs import run_file
 
 
@@ -59,7 +59,7 @@ def test_runner_options_of_flink_and_dataflow_are_known():
 def test_flinks_bundle_options_reach_the_job_with_their_types():
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from footprint_audit.pipelines.flink_state import FlinkDurabilityOptions
+    from footprint_audit.pipelines.flink.state import FlinkDurabilityOptions
 
     args = ["--max_bundle_size=5000", "--max_bundle_time_mills", "2000", "--checkpointing_interval=10000"]
     check_beam_args(args)

@@ -24,8 +24,8 @@ import psutil
 import pytest
 
 from helpers import ROOT, assert_accounted, load_table, one_sentence, reassess_cli, tree_bytes
-from footprint_audit.pipelines import ownership
-from footprint_audit.pipelines.output import STAGING
+from footprint_audit.pipelines.output import ownership
+from footprint_audit.pipelines.output.publish import STAGING
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from test_cli_inputs import run_file
 from test_kill_restart import make_input

@@ -1,4 +1,4 @@
-"""The roll-up of a stream output (`pipelines.compact`): the views read the same rows before, during
+"""The roll-up of a stream output (`pipelines.compact.rollup`): the views read the same rows before, during
 (a kill -9 at many moments, a pane landing mid-way) and after it; idle folders only; retention."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT
-from footprint_audit.pipelines import cli, compact
-from footprint_audit.pipelines import stream as stream_mod
-from footprint_audit.pipelines.report import SOURCE_VIEWS, check_output_dir, collect, connect, render_text
+from footprint_audit.pipelines import cli
+from footprint_audit.pipelines.compact import rollup as compact
+from footprint_audit.pipelines.stream import command as stream_mod
+from footprint_audit.pipelines.report.command import SOURCE_VIEWS, check_output_dir, collect, connect, render_text
 from footprint_audit.transforms.stream.write import pane_file, window_folder
 from footprint_audit.transforms.write.parquet import write_arrow_file
 

@@ -25,7 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import cli, diff, reassess
+from footprint_audit.pipelines import cli
+from footprint_audit.pipelines.diff import verdicts as diff
+from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.schemas.tables import READINGS
 
 #: The examples' declarations with list_hosts' rowsAt dropped and find_volumes' moved to a key its results lack.

@@ -10,8 +10,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner
-from footprint_audit.pipelines import reassess
-from footprint_audit.pipelines.plans import runner_options
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.local_runner.plans import runner_options
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
 from footprint_audit.transforms.calls.call_types import Call

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from footprint_audit.pipelines.errors import UsageError
-from footprint_audit.pipelines.flink_state import FlinkSession, latest_checkpoint
+from footprint_audit.pipelines.launch.errors import UsageError
+from footprint_audit.pipelines.flink.state import FlinkSession, latest_checkpoint
 
 
 def _args(out: Path, **kw) -> argparse.Namespace:
@@ -158,7 +158,7 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
         def stop(self):
             pass
 
-    import footprint_audit.pipelines.flink_state as fs
+    import footprint_audit.pipelines.flink.state as fs
 
     monkeypatch.setattr(fs, "JobServer", FakeServer)
     args = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar"]
@@ -172,7 +172,7 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
 
 def test_the_embedded_cluster_cuts_state_into_as_many_key_groups_as_workers_and_an_older_checkpoint_is_refused(
         tmp_path, monkeypatch):
-    import footprint_audit.pipelines.flink_state as fs
+    import footprint_audit.pipelines.flink.state as fs
 
     class FakeServer:
         endpoint = "localhost:1"
@@ -201,7 +201,7 @@ def test_the_embedded_cluster_cuts_state_into_as_many_key_groups_as_workers_and_
 
 
 def test_the_job_server_heap_is_capped_by_default_and_settable(tmp_path):
-    from footprint_audit.pipelines.flink_local import JobServer, default_heap_mb
+    from footprint_audit.pipelines.flink.job_server import JobServer, default_heap_mb
 
     sized = JobServer("/x.jar", "[local]", tmp_path / "log").command()
     assert f"-Xmx{default_heap_mb()}m" in sized and "-XX:+ExitOnOutOfMemoryError" in sized
@@ -228,7 +228,7 @@ class _Job:
 
 
 def test_a_job_that_checkpoints_without_reading_is_cancelled_a_slow_start_and_a_read_that_starts_are_not(tmp_path):
-    from footprint_audit.pipelines.stream import NOT_STARTED, _wait
+    from footprint_audit.pipelines.stream.command import NOT_STARTED, _wait
 
     marker, checkpoints = tmp_path / "_read-started", tmp_path / "_state" / "checkpoints"
     # slow: the job runs but has not checkpointed yet (Flink still deploying): never cancelled

@@ -31,8 +31,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table, one_sentence, reassess_cli, tree_bytes
-from footprint_audit.pipelines import output, reassess
-from footprint_audit.pipelines.incremental import increment_prefix
+from footprint_audit.pipelines.output import publish as output
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.reassess.incremental import increment_prefix
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from test_kill_restart import make_input
 
@@ -227,7 +228,8 @@ KILL_IN_PUBLISH = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
 os.chdir({root!r})
-from footprint_audit.pipelines import output, reassess
+from footprint_audit.pipelines.output import publish as output
+from footprint_audit.pipelines.reassess import command as reassess
 real_publish, real_replace = output.publish, os.replace
 def publish(staged, out, *rest):
     calls = [0]
@@ -320,7 +322,7 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
 
 
 def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
-    from footprint_audit.pipelines import report
+    from footprint_audit.pipelines.report import command as report
     from footprint_audit.transforms.read.reading_rows import READER_VERSION
 
     assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
@@ -357,7 +359,7 @@ def test_a_recording_and_its_json_lines_export_in_two_increments_read_as_one_ful
 
 
 def test_diff_finds_nothing_between_the_increments_and_a_full_run(full, batched, capsys):
-    from footprint_audit.pipelines import diff_command as diff
+    from footprint_audit.pipelines.diff import command as diff
 
     assert diff.run([str(full), str(batched)]) == 0
     assert "63 calls on both sides: 0 changed; 0 only in old, 0 only in new" in capsys.readouterr().out

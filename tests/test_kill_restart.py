@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import output, ownership
+from footprint_audit.pipelines.output import publish as output
+from footprint_audit.pipelines.output import ownership
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 
 TABLES = ("readings", "dead_letters", "runs")
@@ -151,7 +152,8 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
 KILL_AT = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from footprint_audit.pipelines import output, ownership
+from footprint_audit.pipelines.output import publish as output
+from footprint_audit.pipelines.output import ownership
 import json
 from pathlib import Path
 # The publishing job owns its staging folder (it is gone after the kill).

@@ -1,4 +1,4 @@
-"""`pipelines.listing`: the input files listed on the workers, their total size, and their spread."""
+"""`pipelines.inputs.listing`: the input files listed on the workers, their total size, and their spread."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from footprint_audit.pipelines.listing import BUCKETS_PER_WORKER, TOTAL_BYTES, ListInputs, SpreadFiles, _BalanceFn
+from footprint_audit.pipelines.inputs.listing import BUCKETS_PER_WORKER, TOTAL_BYTES, ListInputs, SpreadFiles, _BalanceFn
 from helpers import fn_api_runner
 
 

@@ -16,9 +16,9 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 
 from helpers import reassess_cli
-from footprint_audit.pipelines import reassess
-from footprint_audit.pipelines.plans import runner_options
-from footprint_audit.pipelines.output import new_staging
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.local_runner.plans import runner_options
+from footprint_audit.pipelines.output.publish import new_staging
 from footprint_audit.schemas.declarations import Declarations
 
 FILES = 200_000

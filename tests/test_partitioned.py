@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import reassess, report
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.report import command as report
 from footprint_audit.schemas.tables import HIVE_NULL, READINGS
 
 duckdb = pytest.importorskip("duckdb")
@@ -78,7 +79,7 @@ def test_the_other_tables_and_the_summary_do_not_change(outs: tuple[Path, Path])
     flat, parted = outs
     for table in ("dead_letters", "runs"):
         assert _files(parted, table) == _files(flat, table)
-    from footprint_audit.pipelines.output import summary_figures
+    from footprint_audit.pipelines.output.publish import summary_figures
 
     a, b = summary_figures(str(flat)), summary_figures(str(parted))
     a.pop("output"), b.pop("output")

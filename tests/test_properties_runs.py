@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import load_table
-from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
 from footprint_audit.transforms.decode import sources

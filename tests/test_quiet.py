@@ -1,4 +1,4 @@
-"""Log lines stay off stderr unless `FOOTPRINT_AUDIT_LOG` asks for them (`pipelines.quiet`, one mechanism)."""
+"""Log lines stay off stderr unless `FOOTPRINT_AUDIT_LOG` asks for them (`pipelines.launch.quiet`, one mechanism)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import sys
 import pytest
 
 from helpers import ROOT
-from footprint_audit.pipelines import quiet
+from footprint_audit.pipelines.launch import quiet
 
-# Lines logged after `pipelines` is imported, as Beam and another library would log them.
+# Lines logged once the command line has installed the quiet, as Beam and another library would log them.
 LOGS = """
 import logging
-from footprint_audit import pipelines
+from footprint_audit.pipelines.launch import install
+install()
 logging.getLogger("apache_beam.utils.subprocess_server").warning("Really starting service at x")
 logging.getLogger("somewhere").warning("a warning")
 logging.getLogger("somewhere").info("an info")
@@ -27,7 +28,8 @@ logging.warning("a root warning")
 THREADS = """
 import threading
 import grpc
-from footprint_audit import pipelines
+from footprint_audit.pipelines.launch import install
+install()
 
 def hung_up():
     raise grpc.RpcError("StatusCode.CANCELLED: Multiplexer hanging up")
@@ -79,7 +81,7 @@ def test_a_thread_ended_by_its_closed_grpc_stream_is_quiet_and_any_other_thread_
     assert "KeyError: 'a bug in a thread'" in err and "Exception in thread bug" in err
     assert "Multiplexer" not in err and "closed channel" not in err and "hung_up" not in err
     debug = _logged("DEBUG", THREADS)
-    assert "DEBUG:footprint_audit.pipelines.quiet:thread hung_up ended with its closed gRPC stream" in debug
+    assert "DEBUG:footprint_audit.pipelines.launch.quiet:thread hung_up ended with its closed gRPC stream" in debug
     assert "Multiplexer hanging up" in debug and "thread closed ended" in debug
 
 
@@ -99,3 +101,23 @@ def test_a_job_shows_beams_own_lines_when_asked_and_none_otherwise(tmp_path):
     shown = subprocess.run([*args, "--output", str(tmp_path / "b")], cwd=ROOT, env={**env, quiet.LOG_ENV: "INFO"},
                            capture_output=True, text=True, timeout=600)
     assert shown.returncode == 0 and "INFO:apache_beam." in shown.stderr, shown.stderr[-3000:]
+
+
+# Every module of the package, imported: no log handler and no thread hook appear (the command line installs them).
+IMPORT_ALL = """
+import importlib, logging, pkgutil, threading
+import footprint_audit
+logging.getLogger().addHandler(logging.NullHandler())  # else Beam's first logging.warning() adds one
+hook, handlers = threading.excepthook, list(logging.getLogger().handlers)
+for m in pkgutil.walk_packages(footprint_audit.__path__, "footprint_audit."):
+    importlib.import_module(m.name)
+assert threading.excepthook is hook, "a module set threading.excepthook"
+assert logging.getLogger().handlers == handlers, logging.getLogger().handlers
+print("imported", len(list(pkgutil.walk_packages(footprint_audit.__path__, "footprint_audit."))))
+"""
+
+
+def test_importing_any_module_installs_no_log_handler_and_no_thread_hook():
+    res = subprocess.run([sys.executable, "-c", IMPORT_ALL], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert int(res.stdout.split()[-1]) > 90

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import EXAMPLES, ROOT, load_table
-from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.reassess import command as reassess
 
 GLOB = "examples/recordings/**"
 DECL = "examples/declarations.json"

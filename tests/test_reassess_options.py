@@ -1,4 +1,4 @@
-"""The batch job's launch settings (`pipelines.plans`): which runner, whether files are spread, Beam's type check,
+"""The batch job's launch settings (`pipelines.local_runner.plans`): which runner, whether files are spread, Beam's type check,
 and the job's counters (added up per bundle) against the tables it wrote."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from helpers import EXAMPLES, load_table
-from footprint_audit.pipelines import reassess
-from footprint_audit.pipelines.plans import LocalPlan, runner_options
-from footprint_audit.pipelines.output import new_staging
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.local_runner.plans import LocalPlan, runner_options
+from footprint_audit.pipelines.output.publish import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 
 
@@ -90,7 +90,7 @@ def test_a_folder_lists_every_file_at_any_depth_with_its_size(tmp_path, monkeypa
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "not-walked.json").write_bytes(b"z")
     (root / "linked-folder").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    from footprint_audit.pipelines.output import STAGING
+    from footprint_audit.pipelines.output.publish import STAGING
 
     (root / STAGING / "readings").mkdir(parents=True)
     (root / STAGING / "readings" / "part.parquet").write_bytes(b"p")

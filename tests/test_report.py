@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from footprint_audit.pipelines import report
-from footprint_audit.pipelines import report_html
-from footprint_audit.pipelines.report_html import bucket_key, esc
+from footprint_audit.pipelines.report import command as report
+from footprint_audit.pipelines.report import html as report_html
+from footprint_audit.pipelines.report.html import bucket_key, esc
 from report_fixture import TRICKY_TOOL, write_output
 
 OUT_ENV = "FOOTPRINT_AUDIT_REPORT_OUT"
@@ -52,7 +52,7 @@ def _sources() -> list[str]:
 
 def _examples_output(tmp: Path) -> Path:
     from helpers import ROOT
-    from footprint_audit.pipelines import reassess
+    from footprint_audit.pipelines.reassess import command as reassess
 
     out = tmp / "examples-out"
     cwd = os.getcwd()

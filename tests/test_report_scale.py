@@ -24,8 +24,8 @@ import pytest
 
 from bench.audit_output import write_audit_output
 from bench.browser import Browser
-from footprint_audit.pipelines import report
-from footprint_audit.pipelines.report_html import SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL
+from footprint_audit.pipelines.report import command as report
+from footprint_audit.pipelines.report.html import SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL
 from test_report import PageFacts, chromium_or_skip, current_readings, per_tool, worst_first
 
 CALLS = 100_000

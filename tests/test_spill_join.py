@@ -14,9 +14,9 @@ from pathlib import Path
 import apache_beam as beam
 
 from helpers import EXAMPLES
-from footprint_audit.pipelines import reassess
-from footprint_audit.pipelines.plans import LocalPlan, Plan, runner_options
-from footprint_audit.pipelines.output import new_staging
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.local_runner.plans import LocalPlan, Plan, runner_options
+from footprint_audit.pipelines.output.publish import new_staging
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.transforms.join.spilled import _records, _Spiller

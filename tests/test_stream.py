@@ -19,7 +19,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from footprint_audit.pipelines import stream as stream_mod
+from footprint_audit.pipelines.stream import command as stream_mod
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import Event
 from footprint_audit.transforms.decode.held_codec import hold
@@ -328,7 +328,7 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     record has no marker); events without a numeric wallClockMs have no event time.
     """
     monkeypatch.chdir(ROOT)
-    from footprint_audit.pipelines import reassess
+    from footprint_audit.pipelines.reassess import command as reassess
 
     batch, streamed = tmp_path / "batch", tmp_path / "stream"
     assert reassess.run(["--input", "examples/recordings/**", "--output", str(batch), "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]) == 0

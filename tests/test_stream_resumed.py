@@ -10,8 +10,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import reassess
-from footprint_audit.pipelines import stream as stream_mod
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.stream import command as stream_mod
 from footprint_audit.transforms.stream.events import RUN_FACT
 from test_stream import END_PLAIN, T0, arrive, ev, readings_of
 

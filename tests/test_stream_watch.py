@@ -1,4 +1,4 @@
-"""`stream`'s watch (`pipelines.stream_watch`): the progress line, the metrics, the outage lines.
+"""`stream`'s watch (`pipelines.stream.watch`): the progress line, the metrics, the outage lines.
 
 Pure functions for the line's and the metrics' text and the outage state machine; the
 launcher's broker check against a closed port (an unreachable broker, without a broker: the
@@ -14,8 +14,8 @@ import urllib.request
 
 import pytest
 
-from footprint_audit.pipelines import stream as stream_mod
-from footprint_audit.pipelines.stream_watch import Figures, KafkaCheck, Outage, Watch, progress_line, prometheus_text
+from footprint_audit.pipelines.stream import command as stream_mod
+from footprint_audit.pipelines.stream.watch import Figures, KafkaCheck, Outage, Watch, progress_line, prometheus_text
 from footprint_audit.transforms.stream import status as stream_status
 from footprint_audit.transforms.stream.kafka_read import KafkaSpec, _commit
 

@@ -12,7 +12,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from footprint_audit.pipelines.inputs import expand_inputs
+from footprint_audit.pipelines.inputs.patterns import expand_inputs
 from helpers import EXAMPLES, fn_api_runner, load_table
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile

@@ -12,7 +12,9 @@ import psutil
 import pytest
 
 from helpers import ROOT
-from footprint_audit.pipelines import plans, reassess, workers
+from footprint_audit.pipelines.local_runner import plans
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.pipelines.local_runner import workers
 
 DECL = "examples/declarations.json"
 TABLES = ("readings", "dead_letters", "runs")

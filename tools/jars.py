@@ -53,7 +53,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from footprint_audit.pipelines.cached_jars import BEAM_JAVA_VERSION, FLINK_VERSION, default_cache_dir, runner_of
+from footprint_audit.pipelines.flink.cached_jars import BEAM_JAVA_VERSION, FLINK_VERSION, default_cache_dir, runner_of
 
 # ---------------------------------------------------------------------------
 # Versions.  The Maven Central reachable here serves no Beam job-server jar at

@@ -613,8 +613,8 @@ def recording_events(pattern: str) -> tuple[list[tuple[int | None, bytes | None,
     logging.disable(logging.WARNING)  # Beam's import-time "apitools not found" warning
     try:
         import orjson
-        from footprint_audit.pipelines.errors import UsageError
-        from footprint_audit.pipelines.inputs import expand_inputs
+        from footprint_audit.pipelines.launch.errors import UsageError
+        from footprint_audit.pipelines.inputs.patterns import expand_inputs
         from footprint_audit.transforms.decode.sources import read_source
     finally:
         logging.disable(logging.NOTSET)

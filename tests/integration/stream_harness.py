@@ -111,7 +111,7 @@ def tables(out: Path) -> tuple[list[dict], list[dict], list[dict]]:
 def accounted(out: Path) -> int:
     """How many records the stream's tables account for, through the views docs/streaming.md names
     (`schemas/views.sql`: each record's position once): `runs.events` plus dead letters no run owns."""
-    from footprint_audit.pipelines.report import check_output_dir, connect, fetch
+    from footprint_audit.pipelines.report.command import check_output_dir, connect, fetch
 
     con = connect(out, check_output_dir(out))
     assert fetch(con, "SELECT unbalanced_rows FROM run_summary")[0]["unbalanced_rows"] == 0

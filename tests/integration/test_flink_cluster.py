@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.reassess import command as reassess
 
 pytestmark = pytest.mark.integration
 

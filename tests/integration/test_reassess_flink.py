@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import ROOT, load_table
-from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.reassess import command as reassess
 
 pytestmark = pytest.mark.integration
 

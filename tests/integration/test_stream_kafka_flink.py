@@ -30,7 +30,7 @@ import psutil
 import pytest
 
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from footprint_audit.pipelines import reassess
+from footprint_audit.pipelines.reassess import command as reassess
 from stream_harness import (
     WAIT_SECONDS,
     accounted,
@@ -407,8 +407,8 @@ def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_re
     and every record is counted once."""
     from kafka_broker import KafkaBroker
 
-    from footprint_audit.pipelines.flink_state import latest_checkpoint
-    from footprint_audit.pipelines.report import check_output_dir, connect, fetch
+    from footprint_audit.pipelines.flink.state import latest_checkpoint
+    from footprint_audit.pipelines.report.command import check_output_dir, connect, fetch
 
     def runs_view() -> list[dict]:
         con = connect(out, check_output_dir(out))

@@ -16,12 +16,12 @@ import orjson
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
+    EVENT_PREFIX,
     REASON_MISSING_RUN_ID,
     REASON_NOT_AN_EVENT,
     REASON_NOT_JSON,
     REASON_TOO_LARGE,
     DeadLetter,
-    EVENT_PREFIX,
     Event,
     short_type,
 )

@@ -20,11 +20,13 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from footprint_audit.schemas.events import Event, SourceFile
-
-from . import sources
 from footprint_audit.transforms.calls import RunCounts
-from . import elements  # noqa: F401  (registers the elements' coders)
 from footprint_audit.transforms.process import Progress, tune_gc
+
+from . import (
+    elements,  # noqa: F401  (registers the elements' coders)
+    sources,
+)
 
 __all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
 
@@ -92,7 +94,7 @@ def _input_file(item: str | tuple[bytes, int]) -> tuple[str, str | None, int | N
     """An input element → (the name the tables show, the name to open it by when another, its size).
 
     An element is a name (`local_paths` may map it), or `(os.fsencode(path), size)` as
-    `pipelines.listing` lists it: a name that is not UTF-8 is shown with its bytes escaped.
+    `pipelines.inputs.listing` lists it: a name that is not UTF-8 is shown with its bytes escaped.
     """
     if isinstance(item, str):
         return item, None, None
@@ -107,7 +109,7 @@ class ReadInputFiles(beam.PTransform):
 
     Each element is a file's name as the tables show it (`local_paths` maps the few
     names that differ from where the file is opened: a local name that is not UTF-8),
-    or `(os.fsencode(path), size)` as the job lists its inputs (`pipelines.listing`).
+    or `(os.fsencode(path), size)` as the job lists its inputs (`pipelines.inputs.listing`).
     """
 
     def __init__(

@@ -33,8 +33,8 @@ from footprint_audit.schemas.events import (
 
 from .byte_streams import (
     GZIP_MAGIC,
-    ZSTD_MAGIC,
     READ_ERRORS,
+    ZSTD_MAGIC,
     Prepended,
     decompressing,
     document_too_large_detail,

@@ -32,7 +32,9 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
+
 from footprint_audit.transforms.decode import CallGroup
+
 from .keyed import COUNTS, JoinCallFn, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]

@@ -9,7 +9,7 @@ documents, events, rows, per-bundle copies of state) that reference counting
 frees; CPython's default young collection (every 700 net allocations) spends
 time scanning them for cycles they do not have. The young threshold is raised to
 10,000, and the objects alive at that moment (modules, the runner, the pipeline),
-which live as long as the process, are frozen (`gc.freeze()`). The launchers (`pipelines.reassess`, `pipelines.stream`) call it first thing too,
+which live as long as the process, are frozen (`gc.freeze()`). The launchers (`pipelines.reassess.command`, `pipelines.stream.command`) call it first thing too,
 so building the pipeline runs with the same settings.
 
 Set `FOOTPRINT_AUDIT_GC=default` in the worker's environment to leave CPython's

@@ -18,10 +18,10 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from footprint_audit.schemas.declarations import Declarations
-
 from footprint_audit.transforms.calls import Call
 from footprint_audit.transforms.decode import CallGroup, ReadingRows
 from footprint_audit.transforms.process import Ticker, tune_gc
+
 from .reading_rows import READER_VERSION, reading_values
 
 __all__ = ["ApplyReaders"]

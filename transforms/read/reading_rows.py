@@ -33,9 +33,7 @@ from footprint_audit.readers import (
 )
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
-
 from footprint_audit.schemas.tables import READINGS
-
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["reading_row", "reading_values", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]

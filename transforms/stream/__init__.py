@@ -1,6 +1,6 @@
 """The streaming job's steps: Kafka and Pub/Sub reads, events by event time, the stateful join, windowed writes."""
 
-from .events import COUNTS, ClassifyAndKeyFn, DEAD, KEYED, ReadFilesAsStreamFn
+from .events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from .join import COUNT_FIXES, DEAD_LETTERS, STATE_LAYOUT, StatefulCallJoin
 from .kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, records_read
 from .pubsub_read import ReadPubSubEvents

@@ -77,13 +77,13 @@ from footprint_audit.schemas.events import (
     DeadLetter,
     Event,
 )
-
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
+from footprint_audit.transforms.process import tune_gc
 from footprint_audit.transforms.read import READER_VERSION, reading_row
+
 from .events import RUN_FACT
 from .status import note_held
-from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
     "StatefulCallJoin",
@@ -99,7 +99,7 @@ DEAD_LETTERS = "dead_letters"
 COUNT_FIXES = "count_fixes"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
-#: whose join state it cannot read (`pipelines.flink_state`). 1: a record cell and an events bag
+#: whose join state it cannot read (`pipelines.flink.state`). 1: a record cell and an events bag
 #: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
 #: and FORGET by their time; 4: the run's cell also holds its facts (under the key None).
 STATE_LAYOUT = 4

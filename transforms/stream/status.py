@@ -4,7 +4,7 @@ positions and watermark, calls held in the join's state, failed offset commits.
 Role: the Kafka read (`transforms.stream.kafka_read`) and the join (`transforms.stream.join`) note their
 figures here, a few dictionary updates per bundle. With `--environment_type=LOOPBACK` (and on
 Beam's local runner) the workers are threads of the launcher, which reads them
-(`pipelines.stream_watch`); workers in other processes note them in theirs, and the launcher,
+(`pipelines.stream.watch`); workers in other processes note them in theirs, and the launcher,
 having seen nothing, says "unknown". Beam's own metrics are no substitute: asked through
 `result.metrics()` 30 s into a running streaming job, the Flink job server answered no counter at
 all, and Beam's result keeps its first answer.

@@ -5,7 +5,7 @@ Role:    the one writer of `readings`, `dead_letters` and `runs`. Rows are
          spread over a fixed number of shards by a stable hash of their
          sort key's first column, sorted inside the shard, and written as
          `<table>/part-SSSSS-of-NNNNN.parquet`: the same input gives the same
-         files, whatever the runner's order. `pipelines.reassess` publishes
+         files, whatever the runner's order. `pipelines.reassess.command` publishes
          the staged folder only when the whole job succeeded.
 Emits:   Parquet files (through Beam's `FileSystems`, so any runner's storage works).
 
@@ -58,9 +58,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
-
 from footprint_audit.transforms.process import give_back_memory, release_arrow_memory
-
 
 __all__ = [
     "WriteTable",

@@ -1,0 +1,258 @@
+"""Streaming on Flink: checkpoints in a state folder, and a job server that dies with the launcher.
+
+Role: the launcher side of `stream --runner FlinkRunner`. Unless the user set
+them, it turns on what a stream needs: checkpoints every `--checkpoint-seconds`
+(a checkpoint's completion is what finalizes the Kafka read's bundles, and so
+commits the consumer group's offsets), a file-system state backend in
+`--state-dir` (default `OUT/_state/`, so one large event in state does not
+overflow the JobManager's 5 MiB of checkpoint storage), checkpoints kept when the
+job ends or is killed, and a checkpoint failure tolerated rather than a restart.
+Started again, a job resumes from the state dir's latest complete checkpoint
+(its calls in flight, the writers' unwritten rows, the Kafka read's offsets),
+unless `--no-resume`; a checkpoint of a job with another source or settings is
+refused in one sentence. On the embedded cluster (`--flink_master=[local]`)
+Beam does not pass `--savepoint_path` on, so the restore point goes to Flink
+through a configuration folder (`STATE_DIR/flink-conf`). The job server runs as
+this process's child (`flink_local`), so no JVM outlives a killed launcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from footprint_audit.pipelines.launch import UsageError
+from footprint_audit.pipelines.options import flag_given, flag_value
+from footprint_audit.transforms.stream import STATE_LAYOUT
+
+from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
+from .job_server import JobServer, JobServerError
+
+__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
+
+
+class FlinkStartError(RuntimeError):
+    """The Flink side could not be started (no Java, no job server)."""
+
+
+BUNDLE_MILLIS = 200  # Flink's bundle length for `stream` unless --max_bundle_time_mills is given (Flink's own: 1000)
+
+
+class FlinkDurabilityOptions(PipelineOptions):
+    """Flink options that Beam's Java side reads and Beam's Python side does not declare.
+
+    Declared here so that they parse as what they are (no "unparseable argument"
+    warning) and reach the job server with their types.
+    """
+
+    @classmethod
+    def _add_argparse_args(cls, parser: Any) -> None:
+        parser.add_argument("--checkpointing_interval", type=int, default=None)
+        parser.add_argument("--checkpoint_timeout_millis", type=int, default=None)
+        parser.add_argument("--min_pause_between_checkpoints", type=int, default=None)
+        parser.add_argument("--state_backend", default=None)
+        parser.add_argument("--state_backend_storage_path", default=None)
+        parser.add_argument("--savepoint_path", default=None)
+        parser.add_argument("--allow_non_restored_state", type=_bool, default=None)
+        parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
+        parser.add_argument("--externalized_checkpoints_enabled", type=_bool, default=None)
+        parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
+        parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
+        # a bundle's size and length on Flink (Java's FlinkPipelineOptions spells it "Mills")
+        parser.add_argument("--max_bundle_size", type=int, default=None)
+        parser.add_argument("--max_bundle_time_mills", type=int, default=None)
+
+
+def _bool(text: str) -> bool:
+    return str(text).lower() in ("1", "true", "yes")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`stream`'s flags for durability on Flink."""
+    p.add_argument("--state-dir", metavar="DIR", default=None,
+                   help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
+    p.add_argument("--checkpoint-seconds", type=float, default=10.0,
+                   help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
+    p.add_argument("--job-server-heap-mb", type=int, default=None, metavar="MB",
+                   help="Flink: the job server's heap, which holds the embedded Flink and its state "
+                        "(default: an eighth of the machine's memory, 1024-8192)")
+    p.add_argument("--no-resume", action="store_true",
+                   help="Flink: start without the state dir's latest checkpoint (default: resume from it when there is one)")
+
+
+def latest_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest complete checkpoint under `checkpoints` (`<job id>/chk-<n>/_metadata`), if any."""
+    found = []
+    for meta in checkpoints.glob("*/chk-*/_metadata"):
+        try:
+            found.append((meta.stat().st_mtime, int(meta.parent.name[4:]), meta.parent))
+        except (OSError, ValueError):
+            continue
+    return max(found)[2] if found else None
+
+
+def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
+    """Delete earlier jobs' checkpoint folders, all but the one holding `keep` (what this job restores)."""
+    for job in checkpoints.iterdir():
+        if job.is_dir() and (keep is None or job != keep.parent):
+            shutil.rmtree(job, ignore_errors=True)
+
+
+#: What a restored job must share with the one that wrote the checkpoint: its state holds the read
+#: (topic, group) and calls joined under these settings, and readings made with these declarations
+#: (`declarations_sha256`: `Declarations.sha256`, set by `stream.run`) and this event cap.
+_SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seconds", "window_seconds",
+             "max_event_bytes", "declarations_sha256")
+
+
+#: Flink's number of key groups when no `--max_parallelism` is given (its default).
+FLINK_KEY_GROUPS = 128
+
+
+def _setting(name: str, theirs: Any, mine: Any) -> str:
+    """How a refusal names a setting the checkpoint's job had otherwise."""
+    if name == "max_parallelism":
+        return f"--max_parallelism={theirs}"
+    if name != "declarations_sha256":
+        return f"--{name.replace('_', '-')} {theirs}"
+    if theirs is None:
+        return "no --declarations"
+    return f"other --declarations (rowsAt of sha256 {theirs[:12]}…; these: {mine[:12] + '…' if mine else 'none'})"
+
+
+def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None, key_groups: int = FLINK_KEY_GROUPS) -> None:
+    """Refuse (one sentence) to resume a checkpoint written by a job with another source or
+    settings, and note this job's for the next start (`STATE_DIR/job.json`). `key_groups`: the
+    job's `--max_parallelism` (a checkpoint's keyed state is cut into that many groups)."""
+    note = state / "job.json"
+    mine: dict[str, Any] = {name: getattr(args, name, None) for name in _SAME_JOB}
+    mine["join_state"] = STATE_LAYOUT
+    mine["max_parallelism"] = key_groups
+    if restore is not None and note.exists():
+        try:
+            theirs = json.loads(note.read_text())
+        except (OSError, ValueError):
+            theirs = {}
+        theirs = theirs if isinstance(theirs, dict) else {}
+        if theirs.get("join_state", 1) != STATE_LAYOUT:
+            # its join's state is kept in another layout (an earlier version): resumed, the calls in
+            # flight would be silently lost
+            raise UsageError(
+                f"{state} holds the checkpoint of a job whose join keeps its state in another layout (another "
+                "version of footprint-audit): give --no-resume (or another --state-dir) to start without it"
+            )
+        theirs.setdefault("max_parallelism", FLINK_KEY_GROUPS)  # noted before it was: Flink's default
+        differ = [name for name in (*_SAME_JOB, "max_parallelism") if name in theirs and theirs[name] != mine[name]]
+        if differ:
+            flags = ", ".join(_setting(name, theirs[name], mine[name]) for name in differ)
+            raise UsageError(
+                f"{state} holds the checkpoint of a job with {flags}: start with those, or give --no-resume "
+                "(or another --state-dir) to start without it"
+            )
+    note.write_text(json.dumps(mine, indent=1) + "\n")
+
+
+def _flink_conf(folder: Path, restore: Path) -> Path:
+    """A Flink configuration folder for the embedded cluster that restores `restore` (Beam applies
+    `--savepoint_path` only to a remote cluster). State the new job has no place for (a step
+    that was renamed or removed) is left behind rather than refusing to start."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "flink-conf.yaml").write_text(
+        f"execution.savepoint.path: {restore.as_uri()}\nexecution.savepoint.ignore-unclaimed-state: true\n"
+    )
+    return folder
+
+
+class FlinkSession:
+    """Beam's arguments for the job (`beam_args`), with Flink's durability filled in; the job server."""
+
+    def __init__(self, args: argparse.Namespace, beam_args: list[str]) -> None:
+        self.args = args
+        self.beam_args = list(beam_args)
+        self.server: JobServer | None = None
+        self.state_dir: Path | None = None
+        self.restored: Path | None = None  # the checkpoint this job starts from, if any
+
+    def end_marker(self) -> str | None:
+        """Where a bounded read says it is done (on Flink: the job is then ended by the launcher)."""
+        if self.state_dir is None:
+            return None
+        return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
+
+    def forget_checkpoints(self, keep: Path | None = None) -> None:
+        """Delete the state dir's checkpoints (a bounded read that ended: all it read is written and
+        committed), all but the job holding `keep`."""
+        if self.state_dir is not None:
+            _forget_other_jobs(self.state_dir / "checkpoints", keep)
+
+    def __enter__(self) -> "FlinkSession":
+        runner = (runner_of(self.beam_args) or "").lower()
+        if not runner.startswith("flink"):
+            return self
+        if "://" in self.args.output and not self.args.state_dir:
+            raise FlinkStartError("--output is remote: give --state-dir, a folder the Flink job can keep its checkpoints in")
+        state = Path(self.args.state_dir or os.path.join(self.args.output, "_state")).resolve()
+        checkpoints = state / "checkpoints"
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        self.state_dir = state
+        restore = None if getattr(self.args, "no_resume", False) else latest_checkpoint(checkpoints)
+        local = not flag_given(self.beam_args, "job_endpoint") and (flag_value(self.beam_args, "flink_master") or "[local]") in (
+            "[local]", "[auto]")
+        given = flag_value(self.beam_args, "max_parallelism")
+        # The embedded cluster cannot grow, so its keyed state is cut into as many key groups as it
+        # has workers, not Flink's 128: Beam 2.70's Flink runner registers a new state for each of the
+        # Kafka read's self-checkpoints and never drops it, and each such state holds a table per key
+        # group (docs/streaming.md, "Memory").
+        key_groups = int(given) if given else (int(flag_value(self.beam_args, "parallelism") or os.cpu_count() or 1)
+                                               if local else FLINK_KEY_GROUPS)
+        _check_same_job(state, self.args, restore, key_groups)
+        defaults = {
+            "streaming": None,
+            "externalized_checkpoints_enabled": "true",
+            "retain_externalized_checkpoints_on_cancellation": "true",
+            "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
+            "state_backend": "filesystem",
+            "state_backend_storage_path": checkpoints.as_uri(),
+            "fail_on_checkpointing_errors": "false",
+            # a stage passes the watermark on when its bundle closes: shorter bundles than Flink's
+            # 1 s bring a call's reading sooner after its grace ends
+            "max_bundle_time_mills": str(BUNDLE_MILLIS),
+        }
+        if local:
+            defaults["max_parallelism"] = str(key_groups)
+        if restore is not None and not local:
+            defaults.update(savepoint_path=str(restore), allow_non_restored_state="true")
+        for name, value in defaults.items():
+            if not flag_given(self.beam_args, name):
+                self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
+        _forget_other_jobs(checkpoints, restore)
+        self.restored = restore
+        if not flag_given(self.beam_args, "job_endpoint"):
+            jar = flag_value(self.beam_args, "flink_job_server_jar")
+            if jar is None:
+                jar = cached_job_server_jar()
+                if jar is None:
+                    raise FlinkStartError(NOT_CACHED)
+            master = flag_value(self.beam_args, "flink_master") or "[local]"
+            if master == "[auto]":
+                master = "[local]"
+            try:
+                conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
+                self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf,
+                                        heap_mb=getattr(self.args, "job_server_heap_mb", None)).start()
+            except JobServerError as exc:
+                raise FlinkStartError(str(exc)) from exc
+            self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]
+            self.beam_args.append(f"--job_endpoint={self.server.endpoint}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.stop()

@@ -1,0 +1,468 @@
+"""`footprint-audit report DIR [--html FILE]`: the audit of an output directory.
+
+Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
+       dead_letters/, runs/; flat, partitioned by `reassess --partition-by`
+       or in the stream's window subfolders) with DuckDB through the views
+       of `schemas/views.sql` — the one place the summaries are defined —
+       and prints them as aligned text tables: tools worst first (by the
+       lower 95% bound of their undeclared-empty share; unknown apart),
+       outcomes, door disagreements, runs, dead letters by reason and by file,
+       and how the headline figures fit together. A long list is cut to its
+       first `MAX_LISTED` rows and names the query that lists them all.
+       With `--html FILE` it also writes one self-contained HTML page
+       (`pipelines.report.html`) that embeds a bounded sample of the calls.
+       Only the current reading of a call counts: its latest revision.
+Emits: text on stdout, the HTML file when asked; one sentence on stderr and
+       exit code 2 when DIR is missing, empty, not an output directory or
+       unreadable, or when DuckDB (`footprint-audit[report]`) is not installed.
+
+Run:
+    footprint-audit report out/
+    footprint-audit report out/ --html audit.html
+    footprint-audit report out/ --sql | duckdb audit.db   # the views, to run the queries the report names
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from footprint_audit.pipelines.output import build_note
+from footprint_audit.schemas.tables import TABLES
+
+from .html import (
+    MAX_TOOL_PANELS,
+    RANK_RULE,
+    SAMPLE_PER_BUCKET,
+    SAMPLE_PER_SEGMENT,
+    SAMPLE_PER_TOOL,
+    build_html,
+)
+from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
+
+#: The views of views.sql that read the Parquet files, and the table folder each reads.
+SOURCE_VIEWS = {"readings_all": "readings", "dead_letters_all": "dead_letters", "runs_all": "runs"}
+
+#: The views the report computes once, as temporary tables (each is read by many summaries).
+MATERIALIZED = ("readings_current", "call_buckets")
+
+#: How many rows a long list shows (tools, door disagreements, dead letters by file), in the terminal
+#: and on the page; each says the query of `ALL_QUERIES` that lists them all.
+MAX_LISTED = 50
+
+#: How many door disagreements the HTML page lists (the page says so when it cuts).
+MAX_HTML_DISAGREEMENTS = 200
+
+#: How many calls the HTML page embeds at most: the sample of `call_sample_sql` (the page says what it holds).
+MAX_HTML_CALLS = 1800
+
+#: How many tools the page's charts draw (worst first); the page says so when it cuts.
+MAX_HTML_TOOLS = 100
+
+#: How many dead letters the HTML page lists with their detail and raw bytes.
+MAX_HTML_DEAD_LETTERS = 100
+
+class ReportError(Exception):
+    """A problem the user can fix, told in one sentence (exit code 2)."""
+
+
+# ------------------------------------------------------------------ input
+
+
+def find_tables(out: Path) -> dict[str, list[Path]]:
+    """The Parquet files of each table under `out` (any depth below the table folder)."""
+    return {name: sorted(p for p in out.glob(f"{name}/**/*.parquet") if not p.name.startswith(".")) for name in TABLES}
+
+
+def check_output_dir(out: Path) -> dict[str, list[Path]]:
+    """The table files of `out`, or a ReportError saying why it is no output directory."""
+    if not out.exists():
+        raise ReportError(f"{out} does not exist: give the output directory of `footprint-audit reassess` or `stream`.")
+    if not out.is_dir():
+        raise ReportError(f"{out} is not a directory: give the output directory of `footprint-audit reassess` or `stream`.")
+    tables = find_tables(out)
+    if not any(tables.values()):
+        what = "is empty" if not any(out.iterdir()) else "holds no readings/, dead_letters/ or runs/ Parquet files"
+        raise ReportError(f"{out} {what}: it is not an output directory of `footprint-audit reassess` or `stream`.")
+    return tables
+
+
+def import_duckdb() -> Any:
+    """The duckdb module, or a ReportError saying how to install it."""
+    try:
+        import duckdb
+    except ImportError:
+        raise ReportError("The report needs DuckDB: install it with `pip install 'footprint-audit[report]'`.") from None
+    return duckdb
+
+
+def views_sql() -> str:
+    """The text of schemas/views.sql."""
+    return resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of views.sql: each ends with ';' at the end of a line."""
+    pieces = re.split(r";[ \t]*(?:\n|$)", sql)
+    return [p.strip() for p in pieces if re.search(r"^\s*[^-\s]", p, re.MULTILINE)]
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _sql_path(path: Path) -> str:
+    return path.resolve().as_posix().replace("'", "''")
+
+
+def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
+    """A DuckDB connection holding the views over `out`; a table with no files reads as empty."""
+    duckdb = import_duckdb()
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for statement in split_statements(views_sql()):
+        head = re.search(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", statement)
+        assert head is not None, "every statement of the bundled views.sql creates a view or a macro"
+        name, body = head.group(1), statement[head.end():].removeprefix(" AS ")
+        table = SOURCE_VIEWS.get(name)
+        if table is not None:
+            # every column of the schema, also where no file has it (older files lack later columns)
+            con.register(f"{name}__empty", pa.Table.from_pylist([], schema=TABLES[table]))
+            read = f" UNION ALL BY NAME {body}" if tables[table] else ""
+            statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty{read}"
+        elif name in MATERIALIZED:  # read once for every summary, not once per query
+            statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP TABLE", statement, count=1)
+        try:
+            con.execute(statement.replace("{out}", _sql_path(out)))
+        except duckdb.Error as err:
+            raise ReportError(f"Could not read the Parquet files under {out} (view {name}): {_first_line(err)}") from None
+    return con
+
+
+def fetch(con: Any, sql: str) -> list[Row]:
+    """Rows of a query as dicts; a DuckDB error (a damaged file) becomes a ReportError."""
+    try:
+        cursor = con.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, values)) for values in cursor.fetchall()]
+    except import_duckdb().Error as err:
+        raise ReportError(f"Could not read the Parquet files: {_first_line(err)}") from None
+
+
+#: Calls of one tool listed worst emptiness first, calls not read last.
+_EMPTINESS_ORDER = "CASE emptiness_label " + " ".join(
+    f"WHEN '{label}' THEN {i}" for i, (_, label) in enumerate(EMPTINESS)
+) + f" ELSE {len(EMPTINESS)} END"
+
+
+def call_sample_sql() -> str:
+    """The calls the page embeds: for each tool drawn, up to `SAMPLE_PER_TOOL` of its calls and up to
+    `SAMPLE_PER_SEGMENT` of each of its bars' segments (an emptiness, an outcome); up to `SAMPLE_PER_BUCKET`
+    of each segment over time (a bucket and an emptiness); then one of each tool's panel segment (a tool,
+    bucket and emptiness) while the budget lasts. `MAX_HTML_CALLS` in all: the tools' bars first, each group
+    served in turn (every group's first call, then every second one, ...). Within a group the calls are
+    taken in the order of a hash of their key: a spread, not the earliest ones, and the same on every run."""
+    bars = f"LEAST(by_tool, by_emptiness, by_outcome) <= {SAMPLE_PER_SEGMENT} OR by_tool <= {SAMPLE_PER_TOOL}"
+    return f"""
+        WITH keyed AS (
+          SELECT *, hash(run_id, tool_call_id, occurrence) AS sample_key
+          FROM call_list WHERE worst_rank <= {MAX_HTML_TOOLS}
+        ), ranked AS (
+          SELECT *,
+            ROW_NUMBER() OVER (PARTITION BY tool ORDER BY sample_key) AS by_tool,
+            ROW_NUMBER() OVER (PARTITION BY tool, emptiness_label ORDER BY sample_key) AS by_emptiness,
+            ROW_NUMBER() OVER (PARTITION BY tool, outcome ORDER BY sample_key) AS by_outcome,
+            ROW_NUMBER() OVER (PARTITION BY bucket, emptiness_label ORDER BY sample_key) AS by_bucket,
+            ROW_NUMBER() OVER (PARTITION BY tool, bucket, emptiness_label ORDER BY sample_key) AS by_panel
+          FROM keyed
+        ), picked AS (
+          SELECT * FROM ranked
+          WHERE {bars} OR (bucket IS NOT NULL AND (by_bucket <= {SAMPLE_PER_BUCKET} OR by_panel = 1))
+          ORDER BY CASE WHEN {bars} THEN 0
+                        WHEN bucket IS NOT NULL AND by_bucket <= {SAMPLE_PER_BUCKET} THEN 1 ELSE 2 END,
+                   CASE WHEN {bars} THEN LEAST(by_tool, by_emptiness, by_outcome)
+                        WHEN bucket IS NOT NULL AND by_bucket <= {SAMPLE_PER_BUCKET} THEN by_bucket
+                        ELSE by_panel END,
+                   sample_key
+          LIMIT {MAX_HTML_CALLS}
+        )
+        SELECT * EXCLUDE (sample_key, by_tool, by_emptiness, by_outcome, by_bucket, by_panel) FROM picked
+        ORDER BY worst_rank, {_EMPTINESS_ORDER}, ended_at NULLS LAST, run_id, tool_call_id, occurrence"""
+
+
+def count(con: Any, view: str) -> int:
+    """The rows of a view."""
+    return int(fetch(con, f"SELECT COUNT(*) AS n FROM {view}")[0]["n"])
+
+
+def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
+    """Query every view the report shows (`with_calls`: also what only the HTML page lists)."""
+    reasons: dict[str, list[tuple[str, int]]] = {}
+    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
+        reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
+    spans = fetch(con, "SELECT * FROM time_span")
+    summary = Summary(
+        out_dir=out,
+        totals=fetch(con, "SELECT * FROM reading_totals")[0],
+        tools=fetch(con, ALL_QUERIES["tool_summary"]),
+        unknown_reasons=reasons,
+        disagreements=fetch(
+            con, ALL_QUERIES["door_disagreements"] + f" LIMIT {MAX_HTML_DISAGREEMENTS if with_calls else MAX_LISTED}"
+        ),
+        disagreement_count=count(con, "door_disagreements"),
+        timeline=fetch(con, "SELECT * FROM emptiness_timeline ORDER BY bucket, emptiness_label"),
+        runs=fetch(con, "SELECT * FROM run_summary")[0],
+        dead_letter_reasons=fetch(con, "SELECT * FROM dead_letter_reasons ORDER BY letters DESC, reason"),
+        figures=fetch(con, "SELECT * FROM report_figures")[0],
+        dead_letter_files=fetch(con, ALL_QUERIES["dead_letter_files"] + f" LIMIT {MAX_LISTED}"),
+        dead_letter_file_count=count(con, "dead_letter_files"),
+        span=spans[0] if spans else None,
+        tool_timeline=fetch(
+            con,
+            "SELECT t.* FROM tool_timeline AS t JOIN (SELECT tool FROM tool_summary WHERE tool IN"
+            f" (SELECT tool FROM tool_timeline) ORDER BY worst_rank LIMIT {MAX_TOOL_PANELS}) USING (tool)"
+            " ORDER BY t.tool, t.bucket",
+        )
+        if with_calls
+        else [],
+        timed_tools=[r["tool"] for r in fetch(con, "SELECT DISTINCT tool FROM tool_timeline ORDER BY tool")],
+        dead_letters=fetch(con, ALL_QUERIES["dead_letter_list"] + f" LIMIT {MAX_HTML_DEAD_LETTERS}")
+        if with_calls
+        else [],
+        calls=fetch(con, call_sample_sql()) if with_calls else [],
+        max_calls=MAX_HTML_CALLS,
+        max_tools=MAX_HTML_TOOLS,
+        max_dead_letters=MAX_HTML_DEAD_LETTERS,
+        build=build_note(str(out)),
+    )
+    summary.fit = reconciliation(summary)
+    return summary
+
+
+# ------------------------------------------------------------------ text
+
+
+def clean(value: Any) -> str:
+    """A cell as one line of printable text (control characters escaped)."""
+    text = "" if value is None else str(value)
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def share(count: Any, total: Any) -> str:
+    """`count / total` as a percentage with one decimal, '-' when total is 0."""
+    if not total:
+        return "-"
+    return f"{100.0 * int(count) / int(total):.1f}%"
+
+
+_NUMBER = re.compile(r"^(-|-?[0-9][0-9.,]*%?)$")
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An aligned table: columns holding only numbers or shares right-aligned, the rest left."""
+    cells = [[clean(c) for c in headers]] + [[clean(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    right = [all(_NUMBER.match(r[i]) or not r[i] for r in cells[1:]) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)]
+        return "  " + "  ".join(parts).rstrip()
+
+    rule = "  " + "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
+
+
+def unknown_because(reasons: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in reasons)
+
+
+def bound(value: Any) -> str:
+    """A share (0..1) as a percentage with one decimal, '-' when there is none."""
+    return "-" if value is None else f"{100.0 * float(value):.1f}%"
+
+
+def more_line(shown: int, total: int, query: str) -> str:
+    """The line under a cut list: how many more, and the query that lists them all ('' when none was cut)."""
+    return f"\n  … and {total - shown:,} more; all of them: {query}" if total > shown else ""
+
+
+def emptiness_section(s: Summary) -> str:
+    headers = (["tool", "calls", "read"] + [label for _, label in EMPTINESS]
+               + ["undeclared-empty 95% low", "door-disagrees", "unknown because"])
+    rows = [
+        [t["tool"], t["calls"], t["read"]]
+        + [share(t[col], t["read"]) for col, _ in EMPTINESS]
+        + [bound(t["undeclared_empty_low"]), t["door_disagrees"],
+           unknown_because(s.unknown_reasons.get(t["tool"], []))]
+        for t in s.tools[:MAX_LISTED]
+    ]
+    title = "Emptiness per tool (shares of the calls read; unknown = rows that could not be counted)"
+    return (title + "\n" + text_table(headers, rows) + more_line(len(rows), len(s.tools), ALL_QUERIES["tool_summary"])
+            + f"\n\n  {RANK_RULE[0].upper() + RANK_RULE[1:]}.")
+
+
+def outcome_section(s: Summary) -> str:
+    headers = ["tool", "calls"] + [label for _, label in OUTCOMES]
+    rows = [[t["tool"], t["calls"]] + [share(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools[:MAX_LISTED]]
+    return ("Outcomes per tool (shares of all calls)\n" + text_table(headers, rows)
+            + more_line(len(rows), len(s.tools), ALL_QUERIES["tool_summary"]))
+
+
+def door(row: Row) -> str:
+    flags = [name for name in ("absent", "bounded", "described") if row[f"door_{name}"]]
+    return f"{row['door_from']}: {'+'.join(flags) or 'none'}"
+
+
+def disagreement_section(s: Summary) -> str:
+    title = f"Calls where the door and the bytes disagree ({s.disagreement_count})"
+    if not s.disagreements:
+        return title + "\n  none"
+    headers = ["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door", "door"]
+    shown = s.disagreements[:MAX_LISTED]
+    rows = [
+        [d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"], d["emptiness_without_door"], door(d)]
+        for d in shown
+    ]
+    return (title + "\n" + text_table(headers, rows)
+            + more_line(len(rows), s.disagreement_count, ALL_QUERIES["door_disagreements"]))
+
+
+def runs_section(s: Summary) -> str:
+    r, f = s.runs, s.figures
+    pairs = [
+        ("runs", r["runs"]),
+        ("input files", f["input_files"]),
+        ("files with runs", f["files_with_runs"]),
+        ("files with dead letters only", f["files_with_dead_letters_only"]),
+        ("events read", f["events_read"]),
+        ("events in runs", r["events"]),
+        ("events used", r["events_used"]),
+        ("events not needed", r["events_not_needed"]),
+        ("dead letters of runs", r["run_dead_letters"]),
+        ("tool calls with a tool_end", r["tool_calls"]),
+        ("incomplete runs", r["incomplete_runs"]),
+        ("dropped events", r["dropped_events"]),
+        ("served under policy", r["runs_served_under_policy"]),
+    ]
+    if r["unbalanced_rows"]:
+        pairs.append(("rows not balancing", r["unbalanced_rows"]))
+    return "Runs\n" + text_table(["", "count"], pairs)
+
+
+def reconciliation(s: Summary) -> list[tuple[str, bool]]:
+    """How the headline figures fit together: (sentence, holds) per identity (views.sql, report_figures)."""
+    f = s.figures
+    calls, ended, other = int(f["calls"]), int(f["calls_from_tool_end"]), int(f["calls_without_tool_end"])
+    return [
+        (f"calls {calls} = {ended} whose tool_end was read from a file + {other} read from a run's history"
+         " or never ended", calls == ended + other),
+        (f"calls with a tool_end {ended} = tool calls counted in runs {f['run_tool_calls']}",
+         ended == int(f["run_tool_calls"])),
+        (f"input files {f['input_files']} = {f['files_with_runs']} with runs + {f['files_with_dead_letters_only']}"
+         " with dead letters only",
+         int(f["input_files"]) == int(f["files_with_runs"]) + int(f["files_with_dead_letters_only"])),
+        (f"events read {f['events_read']} = {f['run_events']} in runs + {f['dead_letters_outside_runs']}"
+         " dead letters outside any run",
+         int(f["events_read"]) == int(f["run_events"]) + int(f["dead_letters_outside_runs"])),
+        (f"dead letters {f['dead_letters']} = {f['run_dead_letters']} of runs + {f['dead_letters_outside_runs']}"
+         " outside any run",
+         int(f["dead_letters"]) == int(f["run_dead_letters"]) + int(f["dead_letters_outside_runs"])),
+    ]
+
+
+def reconciliation_section(s: Summary) -> str:
+    lines = [f"  {'ok ' if holds else 'NO '} {sentence}" for sentence, holds in s.fit]
+    return "How the figures fit together\n" + "\n".join(lines)
+
+
+def dead_letter_section(s: Summary) -> str:
+    total = sum(int(d["letters"]) for d in s.dead_letter_reasons)
+    title = f"Dead letters by reason ({total})"
+    if not s.dead_letter_reasons:
+        return title + "\n  none"
+    rows = [[d["reason"], d["letters"], d["files"], d["runs"]] for d in s.dead_letter_reasons]
+    by_file = [[d["source_file"], d["reason"], d["letters"]] for d in s.dead_letter_files[:MAX_LISTED]]
+    return (title + "\n" + text_table(["reason", "letters", "files", "runs"], rows)
+            + "\n\nDead letters by file, most first\n" + text_table(["source file", "reason", "letters"], by_file)
+            + more_line(len(by_file), s.dead_letter_file_count, ALL_QUERIES["dead_letter_files"]))
+
+
+def headline(s: Summary) -> str:
+    t = s.totals
+    superseded = f", {t['superseded_rows']} earlier revisions left out" if t["superseded_rows"] else ""
+    return (
+        f"Audit of {clean(s.out_dir)}\n"
+        f"  {clean(s.build)}\n"
+        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
+        f" ({t['reading_rows']} reading rows{superseded})\n"
+        f"  {clean(how_to_query(s.out_dir))}"
+    )
+
+
+def render_text(s: Summary) -> str:
+    """The whole terminal report."""
+    if not s.tools:
+        body = ["No readings: no tool calls under this directory."]
+    else:
+        body = [emptiness_section(s), outcome_section(s), disagreement_section(s)]
+    body += [runs_section(s), dead_letter_section(s), reconciliation_section(s)]
+    return "\n\n".join([headline(s)] + body) + "\n"
+
+
+# ------------------------------------------------------------------ command
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="footprint-audit report",
+        description="Summarize an output directory of footprint-audit: per tool outcomes, emptiness, "
+        "door disagreements, runs and dead letters.",
+    )
+    parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
+    parser.add_argument("--sql", action="store_true",
+                        help="print the report's views over DIR as SQL (for `| duckdb audit.db`) and nothing else")
+    return parser.parse_args(argv)
+
+
+def write_html(summary: Summary, path: Path) -> None:
+    try:
+        path.write_text(build_html(summary), encoding="utf-8")
+    except OSError as err:
+        raise ReportError(f"Could not write {path}: {err.strerror or err}.") from None
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the report; the exit code (0, or 2 for a problem told in one sentence)."""
+    try:
+        args = parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        tables = check_output_dir(args.dir)
+        if args.sql:
+            # UTC, as the report buckets and dates its calls
+            sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql().replace("{out}", _sql_path(args.dir)))
+            return 0
+        con = connect(args.dir, tables)
+        summary = collect(con, args.dir, with_calls=args.html is not None)
+        con.close()
+        sys.stdout.write(render_text(summary))
+        if args.html is not None:
+            write_html(summary, args.html)
+            print(f"HTML report written to {clean(args.html)}")
+    except ReportError as err:
+        print(f"footprint-audit report: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,0 +1,413 @@
+"""`footprint-audit stream`: audit runs as their events arrive, read by event time.
+
+Reads agentfootprint events from one `--source` — `kafka://BROKERS/TOPIC`,
+`pubsub://projects/P/subscriptions/S`, or `file://GLOB` (recorded files,
+replayed through the streaming path) — stamps each with its own
+`meta.wallClockMs`, keys call events by run (each call by `(run_id, tool_call_id)` in it), joins each
+call in state (`transforms.stream.join`) and writes the same tables as
+`reassess` every few seconds (`transforms.stream.write`); a thread rolls the window folders up every
+`--compact-seconds` and deletes those older than `--retain-hours` (`pipelines.compact.rollup`).
+
+Run locally (replay recordings through the streaming path)::
+
+    footprint-audit stream --source 'file://examples/recordings/**' --output out-stream/ \\
+        --declarations examples/declarations.json
+
+Run on an embedded Flink, reading Kafka (started again, it resumes from the state dir's
+latest checkpoint; `pipelines.flink.state`)::
+
+    footprint-audit stream --source kafka://127.0.0.1:9092/agent-events --output out-stream/ \\
+        --runner FlinkRunner --flink_master='[local]' --environment_type=LOOPBACK --streaming
+
+Run on Dataflow, reading Pub/Sub::
+
+    footprint-audit stream --source pubsub://projects/P/subscriptions/S --output gs://B/stream/ \\
+        --runner DataflowRunner --project P --region R --temp_location gs://B/tmp \\
+        --streaming --setup_file ./setup.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.transforms import window
+
+from footprint_audit.pipelines import flink as flink_state
+from footprint_audit.pipelines.compact import Compactor, compact_output
+from footprint_audit.pipelines.inputs import expand_inputs
+from footprint_audit.pipelines.launch import UsageError, failure_sentence, interrupted_exit
+from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
+from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
+from footprint_audit.transforms.calls import add_counts, run_row
+from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
+from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
+from footprint_audit.transforms.stream import (
+    COUNT_FIXES,
+    COUNTS,
+    DEAD,
+    KEYED,
+    ClassifyAndKeyFn,
+    KafkaSpec,
+    MarkEndOfInput,
+    ReadFilesAsStreamFn,
+    ReadKafkaEvents,
+    ReadPubSubEvents,
+    StatefulCallJoin,
+    WriteStreamTable,
+    check_topic,
+    commit_positions,
+    every_few_seconds,
+    records_read,
+)
+from footprint_audit.transforms.stream import DEAD_LETTERS as JOIN_DEAD
+
+from . import watch as stream_watch
+from .summary import stream_summary
+
+__all__ = ["run", "build_stream", "parse_source", "UsageError"]
+
+
+#: How many times a job whose Kafka read never started is submitted in all.
+START_ATTEMPTS = 3
+#: The file (in the state dir) the Kafka read creates when it first runs.
+READ_STARTED = "_read-started"
+
+
+class JobFailed(RuntimeError):
+    """The job ran and did not finish well."""
+
+
+def parse_source(uri: str) -> tuple[str, dict]:
+    """`kafka://B/T`, `pubsub://projects/P/subscriptions/S`, `file://GLOB` → (kind, parts)."""
+    if uri.startswith("kafka://"):
+        rest = uri[len("kafka://") :]
+        brokers, _, topic = rest.partition("/")
+        if not brokers or not topic or "/" in topic:
+            raise UsageError(f"--source {uri}: write kafka://HOST:PORT[,HOST:PORT]/TOPIC")
+        return "kafka", {"brokers": brokers, "topic": topic}
+    if uri.startswith("pubsub://"):
+        path = uri[len("pubsub://") :]
+        parts = path.split("/")
+        if len(parts) != 4 or parts[0] != "projects" or parts[2] != "subscriptions" or not parts[1] or not parts[3]:
+            raise UsageError(f"--source {uri}: write pubsub://projects/PROJECT/subscriptions/SUBSCRIPTION")
+        return "pubsub", {"subscription": path}
+    if uri.startswith("file://"):
+        pattern = uri[len("file://") :]
+        if not pattern:
+            raise UsageError(f"--source {uri}: write file://GLOB")
+        return "file", {"pattern": pattern}
+    raise UsageError(f"--source {uri}: use kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
+
+
+def _expand_files(pattern: str, output: str | None = None) -> list[str]:
+    """The files `file://GLOB` names, by the rules of `reassess --input` (`pipelines.inputs.patterns`)."""
+    try:
+        return [path for path, _size in expand_inputs([pattern], output)]
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
+
+
+def positions_file(end_marker: str | None) -> str:
+    """Where a bounded Kafka read that ended leaves its final positions (beside the end marker)."""
+    return f"{end_marker}.positions" if end_marker else ""
+
+
+def _events(
+    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool, started_marker: str,
+    end_marker: str | None,
+) -> tuple[beam.PCollection, beam.PCollection]:
+    """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
+    source's first element (what an end marker waits on besides what was written)."""
+    kind, parts = parse_source(source_uri)
+    if kind == "file":
+        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], args.output))
+        return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
+    if kind == "kafka":
+        spec = KafkaSpec(
+            brokers=parts["brokers"],
+            topic=parts["topic"],
+            group=args.consumer_group,
+            max_event_bytes=args.max_event_bytes,
+            out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
+            idle_ms=int(args.idle_seconds * 1000),
+            rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000)
+            if rewind
+            else 0,
+            max_records=args.max_records,
+            max_read_seconds=args.max_read_seconds,
+            started_marker=started_marker,
+            ended_marker=positions_file(end_marker),
+        )
+        read = p | "ReadKafka" >> ReadKafkaEvents(spec)
+        return read["events"], read["topic"]
+    events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], args.max_event_bytes)
+    return events, events
+
+
+def build_stream(
+    p: beam.Pipeline,
+    source_uri: str,
+    out: str,
+    declarations: Declarations,
+    args: argparse.Namespace,
+    end_marker: str | None = None,
+    rewind: bool = True,
+    started_marker: str = "",
+) -> None:
+    """Wire the streaming job: source → events → stateful join → tables written every few seconds.
+
+    With `end_marker`, that file is written once a bounded read is wholly read and written.
+    `rewind`: whether a Kafka read that starts from the consumer group's offsets starts some
+    event time before them, to read the calls in flight again (a job that restores a checkpoint
+    has them in its restored state, and its read goes on from the checkpoint's offsets).
+    `started_marker`: a file the Kafka read creates when it first runs.
+    """
+    events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
+    classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
+    joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
+        declarations, args.grace_seconds, args.allowed_lateness_seconds
+    )
+    # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
+    w, flush = args.window_seconds, 0 if parse_source(source_uri)[0] == "file" else args.flush_seconds
+    written = [
+        joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
+        (classified[DEAD], joined[JOIN_DEAD])
+        | "AllDeadLetters" >> beam.Flatten()
+        | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush),
+    ]
+    written.append(
+        (classified[COUNTS], joined[COUNT_FIXES])
+        | "AllCounts" >> beam.Flatten()
+        | "CountEveryFewSeconds" >> every_few_seconds(flush)
+        | "AddUpCounts" >> beam.CombinePerKey(add_counts)
+        | "RunRow" >> beam.Map(lambda kv: run_row(kv[0][0], kv[0][1], "stream", kv[1]))
+        | "WriteRuns" >> WriteStreamTable("runs", out, w, flush)
+    )
+    if end_marker is not None:
+        # the source's own first element arms the marker (also when nothing is ever written), and
+        # it shares the read's watermark (a restored job's other sources might not move theirs)
+        parts = [*written, start | "AsPath" >> beam.Map(str)]
+        (
+            [part | f"Global{n}" >> beam.WindowInto(window.GlobalWindows()) for n, part in enumerate(parts)]
+            | "AllWritten" >> beam.Flatten()
+            | "MarkEnd" >> MarkEndOfInput(end_marker)
+        )
+
+
+def _parser() -> FlagParser:
+    p = FlagParser(
+        prog="footprint-audit stream",
+        description="Audit agentfootprint runs as their events arrive; readings by event time.",
+        epilog="Any other option is passed to Beam (--runner, --streaming, Flink's and Dataflow's options).",
+    )
+    p.add_argument("--source", required=True, metavar="URI", help="kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
+    p.add_argument("--output", required=True, metavar="DIR", help="output folder (readings/, dead_letters/, runs/, one folder per window)")
+    p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
+    p.add_argument("--grace-seconds", type=float, default=30.0, help="event time to wait after tool_end before reading (default 30)")
+    p.add_argument("--allowed-lateness-seconds", type=float, default=600.0, help="how late an event may still correct a reading (default 600)")
+    p.add_argument("--window-seconds", type=float, default=60.0, help="event-time length of the output's folders (default 60)")
+    p.add_argument("--flush-seconds", type=int, default=2, help="how often rows are written, in whole seconds of wall clock (default 2)")
+    p.add_argument("--out-of-orderness-seconds", type=float, default=5.0,
+                   help="Kafka: how far behind the latest event an event may still arrive on time (default 5)")
+    p.add_argument("--idle-seconds", type=float, default=10.0,
+                   help="Kafka: a partition caught up this long does not hold event time back (default 10)")
+    p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES)
+    p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
+    p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
+    p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
+    p.add_argument("--compact-seconds", type=float, default=300.0,
+                   help="roll the idle window folders up into one file each this often, and once at the end of a "
+                        "bounded run (0: never; default 300; local output only)")
+    p.add_argument("--retain-hours", type=float, default=0,
+                   help="the roll-up deletes window folders whose window ended more than N hours ago (default 0: keep all)")
+    p.add_argument("--read-start-seconds", type=float, default=120.0,
+                   help="Flink: submit the job again when its Kafka read has not started this long after the job's "
+                        "first completed checkpoint (0: never; default 120)")
+    flink_state.add_arguments(p)
+    stream_watch.add_arguments(p)
+    return p
+
+
+def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> stream_watch.Watch:
+    """The running job's progress line, metrics endpoint and outage lines (`pipelines.stream.watch`)."""
+    kind, parts = parse_source(args.source)
+    kafka = (parts["brokers"], parts["topic"], args.consumer_group) if kind == "kafka" else None
+    started = str(session.state_dir / READ_STARTED) if session.state_dir else None
+    return stream_watch.Watch(args.progress_seconds, args.metrics_port, kafka, session.state_dir, started)
+
+
+#: What `_wait` returns for a job whose Kafka read the runner never started in time.
+NOT_STARTED = "NOT_STARTED"
+
+
+def _wait(result: Any, end_marker: str | None, started: str | None = None, start_seconds: float = 0,
+          checkpoints: Path | None = None) -> str:
+    """Wait for the job; with `end_marker` (a bounded read on a runner whose sources stay up to keep
+    checkpointing), end it once the marker says everything was read and written ("ENDED"). With
+    `started`, a job whose read has not created that file `start_seconds` after the job's first
+    completed checkpoint under `checkpoints` is cancelled (`NOT_STARTED`): a job that checkpoints
+    is up and running, so its read is stuck, not slow (a slow start has not checkpointed yet)."""
+    if end_marker is None and started is None:
+        return str(result.wait_until_finish()).rsplit(".", 1)[-1]
+    submitted, stall_since = time.time(), None
+    while True:
+        state = str(result.state).rsplit(".", 1)[-1]
+        if state in ("DONE", "FAILED", "CANCELLED", "STOPPED", "UPDATED", "DRAINED"):
+            return str(result.wait_until_finish()).rsplit(".", 1)[-1]
+        if end_marker is not None and os.path.exists(end_marker):
+            _cancel(result)
+            os.remove(end_marker)
+            return "ENDED"
+        if started is not None and os.path.exists(started):
+            started = None
+        elif started is not None and stall_since is None:
+            latest = flink_state.latest_checkpoint(checkpoints) if checkpoints is not None else None
+            if latest is not None and (latest / "_metadata").stat().st_mtime >= submitted:
+                stall_since = time.monotonic()
+        elif started is not None and stall_since is not None and time.monotonic() - stall_since > start_seconds:
+            _cancel(result)
+            return NOT_STARTED
+        time.sleep(0.5)
+
+
+def _cancel(result: Any) -> None:
+    result.cancel()
+    try:
+        result.wait_until_finish()
+    except Exception:  # a cancelled job's end, as the runner reports it
+        pass
+
+
+def _check(args: argparse.Namespace) -> None:
+    for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds",
+                 "read_start_seconds", "compact_seconds", "retain_hours"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more")
+    for name in ("window_seconds", "flush_seconds"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be more than 0")
+    if args.max_event_bytes <= 0 or args.max_records < 0:
+        raise UsageError("--max-event-bytes must be more than 0 and --max-records 0 or more")
+    if args.job_server_heap_mb is not None and args.job_server_heap_mb < 256:
+        raise UsageError("--job-server-heap-mb must be 256 or more")
+    if os.path.isfile(args.output):
+        raise UsageError(f"--output {args.output} is a file; give a folder")
+
+
+def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, kind: str, parts: dict) -> str:
+    """Run the job once, in a Flink session of its own (a job server that restores the state dir's
+    latest checkpoint) when the runner is Flink; returns how it ended (`_wait`)."""
+    # the roll-up (pipelines.compact.rollup) of a local output, on a thread that ends with the block
+    compacts = args.compact_seconds > 0 and "://" not in args.output
+    with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
+          Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours)):
+        options = PipelineOptions(session.beam_args)
+        runner: Any = None
+        if options.view_as(StandardOptions).runner is None:
+            from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+            runner = FnApiRunner()
+        bounded = bool(args.max_records or args.max_read_seconds)
+        watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
+        started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
+        pipeline = beam.Pipeline(runner=runner, options=options)
+        end_marker = session.end_marker() if bounded else None
+        build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
+                     rewind=session.restored is None, started_marker=started or "")
+        if started is not None and os.path.exists(started):
+            os.remove(started)
+        result = pipeline.run()
+        try:
+            state = _wait(result, end_marker, started, args.read_start_seconds,
+                          session.state_dir / "checkpoints" if session.state_dir else None)
+        except KeyboardInterrupt:
+            try:
+                result.cancel()
+            except Exception:  # the job server may be going down with us
+                pass
+            raise
+        if state == "ENDED" and kind == "kafka":
+            # everything read is written: the group's offsets say so, also when the job ended
+            # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
+            # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
+            # checkpoint taken mid-read (read again) or after the read finished (it would never read)
+            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
+            if commit_positions(group, positions_file(end_marker)):
+                session.forget_checkpoints()
+        if state == NOT_STARTED and started is not None and not os.path.exists(started):
+            # the read never ran, so the cancelled job's checkpoints hold nothing the one it restored
+            # did not: the next submission restores that one again (had the read started meanwhile,
+            # the next restores the newest, as any restart does)
+            session.forget_checkpoints(keep=session.restored)
+        return state
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
+    tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
+    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.process.memory)
+    parser = _parser()
+    args, beam_args = parser.parse_known_args(argv)
+    try:
+        check_beam_args(beam_args, parser.long_flags)
+        declarations = load_declarations(args.declarations)
+        args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
+        kind, parts = parse_source(args.source)
+        _check(args)
+        if kind == "kafka":
+            check_topic(parts["brokers"], parts["topic"])
+            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
+            if args.max_records and records_read(group) >= args.max_records:  # before a job starts (and resumes)
+                print(f"footprint-audit stream: group {args.consumer_group} has already read the {args.max_records} "
+                      f"records --max-records asks for on {parts['topic']}; nothing to do")
+                return 0
+    except (UsageError, DeclarationsError, OptionsError, ValueError) as exc:
+        print(f"footprint-audit stream: {exc}", file=sys.stderr)
+        return 2
+    try:
+        # On Flink, a Kafka read the runner has not started is submitted again to a new job server
+        # (docs/streaming.md, "A start that stalls")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            state = _submit(args, beam_args, declarations, kind, parts)
+            if state != NOT_STARTED:
+                break
+            if attempt < START_ATTEMPTS:
+                print(f"footprint-audit stream: the job checkpointed for {args.read_start_seconds:.0f} s without starting "
+                      f"its Kafka read; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})", file=sys.stderr)
+        if state == NOT_STARTED:
+            raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts, each checkpointing "
+                            f"for {args.read_start_seconds:.0f} s (see the state dir's job-server.log)")
+        if state not in ("DONE", "RUNNING", "ENDED"):
+            raise JobFailed(f"the job ended in state {state}")
+    except UsageError as exc:
+        print(f"footprint-audit stream: {exc}", file=sys.stderr)
+        return 2
+    except flink_state.FlinkStartError as exc:
+        print(f"footprint-audit stream: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
+        print("footprint-audit stream: interrupted; files written so far stay, and the same command resumes "
+              "from the latest checkpoint", file=sys.stderr)
+        return interrupted_exit(exc)
+    except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
+        print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
+        return 1
+    if args.compact_seconds > 0 and "://" not in args.output and state in ("DONE", "ENDED"):  # no folder is still open
+        try:
+            compact_output(args.output, args.retain_hours, idle_seconds=0)
+        except Exception as exc:  # the tables are written; the next pass or `compact` rolls them up
+            print(f"footprint-audit stream: the roll-up of {args.output} failed: {exc}", file=sys.stderr)
+    summary = stream_summary(args.output)
+    print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())
