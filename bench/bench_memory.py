@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 import psutil  # noqa: E402
 
 from footprint_audit.schemas.events import FORMAT_EVENT_STREAM  # noqa: E402
-from footprint_audit.transforms import lines  # noqa: E402
+from footprint_audit.transforms.decode import lines  # noqa: E402
 
 MB = 1 << 20
 

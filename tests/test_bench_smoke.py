@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import baseline, run as bench_run  # noqa: E402
 from bench.generate import generate, parse_size, write_declarations  # noqa: E402
-from footprint_audit.pipelines import reassess  # noqa: E402
+from footprint_audit.pipelines.reassess import command as reassess  # noqa: E402
 from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
 from footprint_audit.schemas.tables import TABLES  # noqa: E402
 from footprint_audit.transforms.write.parquet import ipc_to_table, rows_to_ipc, sort_arrow, sort_rows  # noqa: E402

@@ -33,15 +33,18 @@ def test_an_install_claims_one_top_level_name_and_ships_every_folder(tmp_path):
         shipped = sorted(str(p.relative_to(pkg / folder)) for p in (pkg / folder).rglob("*.py"))
         assert shipped == sorted(str(p.relative_to(ROOT / folder)) for p in (ROOT / folder).rglob("*.py")), folder
     assert (pkg / "schemas" / "views.sql").is_file()
+    for page in ("report/report.css", "report/error_hook.js", "report/report.js", "diff/diff.css", "diff/diff.js"):
+        assert (pkg / "pipelines" / page).is_file(), page
 
 
 def test_the_installed_layout_imports_and_runs_without_the_repository(tmp_path):
     lib = _build(tmp_path)
     script = (
         "import footprint_audit, footprint_audit.pipelines.cli as cli, footprint_audit.transforms.decode.sources\n"
-        "from footprint_audit.pipelines import report\n"
+        "from footprint_audit.pipelines.report import asset, command as report\n"
         "assert footprint_audit.__path__ == [%r], footprint_audit.__path__\n"
         "assert 'create' in report.views_sql().lower()\n"
+        "assert 'window.onerror' in asset('error_hook.js') and 'tr.pick' in asset('diff.css', 'footprint_audit.pipelines.diff')\n"
         "for old in ('readers', 'schemas', 'transforms', 'pipelines'):\n"
         "    try:\n"
         "        __import__(old)\n"

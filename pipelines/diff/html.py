@@ -12,49 +12,15 @@ Emits: nothing (returns a string).
 
 from __future__ import annotations
 
-from footprint_audit.pipelines.report import CSS, ERROR_HOOK, esc, html_table
+from footprint_audit.pipelines.report import asset, esc, html_table
 
 from .verdicts import TOOL_HEADERS, Diff, Side, declaration_changes, show, tool_rows, transition_rows
 
 #: How many changed calls the page lists (all are in `--output`).
 MAX_HTML_CALLS = 5000
-
-EXTRA_CSS = """
-tr.pick { cursor: pointer; }
-tr.pick:hover td { background: #f1f5f8; }
-tr.pick.selected td { background: #fff4d6; }
-.arrow { color: var(--muted); padding: 0 4px; }
-"""
-
-SCRIPT = """
-(function () {
-  var calls = Array.prototype.slice.call(document.querySelectorAll('#changed tbody tr'));
-  var picks = Array.prototype.slice.call(document.querySelectorAll('tr.pick'));
-  var status = document.getElementById('filter-status');
-  function apply(pick) {
-    var token = pick ? ' ' + pick.id + ' ' : null;
-    var shown = 0;
-    calls.forEach(function (row) {
-      var ok = !token || (' ' + row.getAttribute('data-moves') + ' ').indexOf(token) >= 0;
-      row.hidden = !ok;
-      if (ok) { shown += 1; }
-    });
-    picks.forEach(function (p) { p.classList.toggle('selected', p === pick); });
-    status.textContent = pick ? pick.getAttribute('data-label') + ': ' + shown + ' of ' +
-      pick.getAttribute('data-count') + ' calls listed.' : 'All listed calls: ' + shown + '.';
-  }
-  picks.forEach(function (p) {
-    p.addEventListener('click', function () {
-      try { history.replaceState(null, '', location.pathname + '#' + p.id); } catch (e) { /* file: URLs may refuse */ }
-      apply(p);
-    });
-  });
-  document.getElementById('show-all').addEventListener('click', function () { apply(null); });
-  var initial = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
-  apply(initial && initial.classList.contains('pick') ? initial : null);
-  document.documentElement.setAttribute('data-diff-ready', '1');
-})();
-"""
+#: Where the page's own style (`diff.css`, after the report's) and script (`diff.js`: a click on a tool's
+#: transition picks its calls) are shipped.
+PACKAGE = "footprint_audit.pipelines.diff"
 
 
 def _side_rows(label: str, side: Side) -> list[list[str]]:
@@ -132,8 +98,9 @@ def build_html(diff: Diff) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{CSS}{EXTRA_CSS}</style><script>{ERROR_HOOK}</script></head><body>"
+        f"<title>{esc(title)}</title><style>{asset('report.css')}{asset('diff.css', PACKAGE)}</style>"
+        f"<script>{asset('error_hook.js')}</script></head><body>"
         f"<header><h1>footprint-audit diff</h1><p>{esc(diff.old.out)} → {esc(diff.new.out)}: {esc(verdict)}</p></header><main>"
         + _cards(diff) + "".join(sections)
-        + f"</main><script>{SCRIPT}</script></body></html>\n"
+        + f"</main><script>{asset('diff.js', PACKAGE)}</script></body></html>\n"
     )

@@ -2,12 +2,7 @@
 
 from .errors import OutputError, UsageError, display_name, failure_sentence
 from .interrupts import (
-    deferred_interrupts,
-    held_interrupts,
-    ignore_stop_signals,
-    interrupted_exit,
-    raise_on_terminate,
-    stop_on_interrupt,
+    deferred_interrupts, held_interrupts, ignore_stop_signals, interrupted_exit, raise_on_terminate, stop_on_interrupt,
 )
 from .quiet import install, shown_level
 

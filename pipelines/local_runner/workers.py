@@ -323,14 +323,12 @@ def _spawned_main() -> int:
     die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
 
-    # The steps' modules, imported before the runner asks for them.
-    import footprint_audit.pipelines.inputs.listing  # noqa: F401
-    import footprint_audit.transforms.decode.input_files  # noqa: F401
-    import footprint_audit.transforms.join.run_copies  # noqa: F401
-    import footprint_audit.transforms.join.spilled  # noqa: F401
-    import footprint_audit.transforms.join.spilled_counts  # noqa: F401
-    import footprint_audit.transforms.read.apply_readers  # noqa: F401
-    import footprint_audit.transforms.write.parquet  # noqa: F401
+    # The steps' rooms, imported before the runner asks for them.
+    import footprint_audit.pipelines.inputs  # noqa: F401
+    import footprint_audit.transforms.decode  # noqa: F401
+    import footprint_audit.transforms.join  # noqa: F401
+    import footprint_audit.transforms.read  # noqa: F401
+    import footprint_audit.transforms.write  # noqa: F401
 
     return _serve(sys.stdin.buffer.read())
 

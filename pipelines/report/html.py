@@ -14,7 +14,7 @@ Role:  turns a `pipelines.report.summary.Summary` into one HTML file that needs 
        filters live in the URL's fragment, so a filtered view can be linked.
 Rules: every string from the data goes through `esc` (html.escape); the data
        lives in element attributes and text, never inside the script.
-       The page helpers (`CSS`, `page`, `html_table`, `legend`, `esc`) are
+       The page helpers (`asset`, `page`, `html_table`, `legend`, `esc`) are
        shared with other pages of the tool.
 Emits: nothing (returns a string).
 """
@@ -25,6 +25,7 @@ import html
 import json
 from collections import Counter
 from dataclasses import dataclass
+from importlib import resources
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
@@ -71,241 +72,15 @@ _LABEL_W, _ROW_H, _BAR_H = 230, 28, 18
 #: character (12px sans-serif, digits included), so that no label runs past its chart's edge.
 _CHART_W, _CHAR_W = 1140, 7.0
 
-CSS = """
-:root { --ink: #1d2327; --muted: #5f6b73; --line: #dde3e7; --bg: #f7f9fa; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: var(--ink);
-       margin: 0; background: var(--bg); }
-header { background: #24313a; color: #fff; padding: 18px 28px; }
-header h1 { margin: 0 0 4px; font-size: 20px; }
-header p { margin: 0; color: #c9d3d9; }
-main { padding: 8px 28px 40px; max-width: 1240px; }
-section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 14px 18px; margin: 16px 0;
-          min-width: 0; overflow: hidden; }
-h2 { font-size: 16px; margin: 0 0 8px; }
-h3 { font-size: 14px; margin: 14px 0 6px; }
-.note { color: var(--muted); margin: 4px 0 10px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 12px; }
-.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; cursor: help; }
-.card b { display: block; font-size: 22px; }
-.card span { display: block; font-weight: 600; }
-.card small { display: block; color: var(--muted); font-size: 12px; line-height: 1.35; margin-top: 2px; }
-ul.fit { margin: 6px 0 0; padding-left: 0; list-style: none; }
-ul.fit li { margin: 2px 0; }
-ul.fit .ok { color: #2e7d32; font-weight: 700; }
-ul.fit .no { color: #c62828; font-weight: 700; }
-.legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 4px 0 8px; }
-.legend i { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 5px; vertical-align: -1px; }
-svg text { font: 12px system-ui, "DejaVu Sans", sans-serif; fill: var(--ink); }
-svg text.small { font-size: 10.5px; fill: var(--muted); }
-svg .axis { stroke: #9aa6ad; }
-svg .grid { stroke: var(--line); }
-.seg { cursor: pointer; }
-.seg:hover, .seg:focus { stroke: #111; stroke-width: 1.5; outline: none; }
-.seg.selected { stroke: #000; stroke-width: 2.5; }
-.tool-link { cursor: pointer; }
-.tool-link:hover, .tool-link:focus { text-decoration: underline; outline: none; }
-.panels { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 6px 18px; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-th { background: #eef2f4; position: sticky; top: 0; z-index: 1; }
-th, td { white-space: nowrap; }
-td.wrap { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 160px; max-width: 460px; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-td.path { max-width: 24em; overflow: hidden; text-overflow: ellipsis; }
-#calls { table-layout: fixed; min-width: 980px; }
-#calls th, #calls tr.call td { white-space: normal; overflow-wrap: anywhere; }
-#calls th, #calls td.when { overflow-wrap: normal; }
-#call-query { display: block; margin-top: 2px; user-select: all; }
-td code, .note code { font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
-.scroll { max-height: 560px; max-width: 100%; overflow: auto; border: 1px solid var(--line); }
-.filters { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: end; margin: 6px 0 8px; }
-.filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
-.filters select, .filters input { font: inherit; padding: 2px 4px; max-width: 260px; }
-#call-filter { margin: 6px 0 10px; }
-button { font: inherit; padding: 3px 10px; cursor: pointer; }
-button.expand { padding: 0 6px; margin: 0; border: 1px solid var(--line); background: #fff; }
-tr.call[aria-expanded="true"] td { background: #f3f7fb; }
-tr.detail td { background: #fafcfd; white-space: normal; }
-.detail-body { position: sticky; left: 8px; max-width: 1060px; }
-dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 4px 0; }
-dl.kv dt { color: var(--muted); }
-dl.kv dd { margin: 0; overflow-wrap: anywhere; white-space: pre-wrap; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
-"""
 
-# Records script errors on the page itself, so a headless browser's dumped DOM shows them.
-ERROR_HOOK = """
-window.onerror = function (message) {
-  var root = document.documentElement;
-  root.setAttribute('data-js-errors', (root.getAttribute('data-js-errors') || '') + message + ';');
-};
-"""
+def asset(name: str, package: str = "footprint_audit.pipelines.report") -> str:
+    """A style sheet or script shipped beside the page's module (package data), as the page inlines it.
 
-SCRIPT = """
-(function () {
-  var root = document.documentElement;
-  var table = document.getElementById('calls');
-  var rows = Array.prototype.slice.call(table.querySelectorAll('tbody tr.call'));
-  var texts = rows.map(function (row) {
-    var d = row.nextElementSibling;
-    return (row.textContent + ' ' + (d && d.classList.contains('detail') ? d.textContent : '')).toLowerCase();
-  });
-  var status = document.getElementById('call-filter-status');
-  var segments = Array.prototype.slice.call(document.querySelectorAll('.seg'));
-  var controls = {};
-  ['run', 'tool', 'file', 'from', 'to', 'q'].forEach(function (k) { controls[k] = document.getElementById('f-' + k); });
-  var chart = null;
-  var CHART_KEYS = ['tool', 'emptiness', 'outcome', 'bucket'];
-  var COLUMNS = {tool: 'tool', emptiness: 'emptiness_label', outcome: 'outcome', run: 'run_id', file: 'source_file'};
-  var queryBox = document.getElementById('call-query');
-  var allCalls = Number(table.getAttribute('data-calls') || rows.length);
-  function value(k) { return controls[k] ? controls[k].value.trim() : ''; }
-  function count(n) { return Number(n).toLocaleString('en-US'); }
-  function sqlText(v) { return "'" + v.replace(/'/g, "''") + "'"; }
-  // The query over the views that lists every call the chosen segment and filters select (search aside).
-  function query() {
-    var where = [];
-    function add(k, v) {
-      var clause = k === 'bucket' ? "bucket = TIMESTAMP '" + v + ":00+00'" : COLUMNS[k] + ' = ' + sqlText(v);
-      if (where.indexOf(clause) < 0) { where.push(clause); }
-    }
-    if (chart) { CHART_KEYS.forEach(function (k) { if (chart.hasAttribute('data-' + k)) { add(k, chart.getAttribute('data-' + k)); } }); }
-    ['run', 'tool', 'file'].forEach(function (k) { if (value(k)) { add(k, value(k)); } });
-    if (value('from')) { where.push("CAST(ended_at AS DATE) >= DATE '" + value('from') + "'"); }
-    if (value('to')) { where.push("CAST(ended_at AS DATE) <= DATE '" + value('to') + "'"); }
-    return 'SELECT * FROM call_list' + (where.length ? ' WHERE ' + where.join(' AND ') : '') +
-      ' ORDER BY ended_at, run_id, tool_call_id, occurrence';
-  }
-  // How many calls the selection holds in all, when the page knows it (a segment, a tool, or nothing chosen).
-  function selectionTotal(set) {
-    var toolOnly = set.length === 1 && set[0] === 'tool';
-    if (chart && (!set.length || (toolOnly && value('tool') === chart.getAttribute('data-tool')))) {
-      return [chart.getAttribute('data-label'), Number(chart.getAttribute('data-count'))];
-    }
-    if (!chart && toolOnly && controls.tool.selectedOptions.length) {
-      return ['Tool ' + value('tool'), Number(controls.tool.selectedOptions[0].getAttribute('data-count'))];
-    }
-    return chart || set.length ? null : ['All tools', allCalls];
-  }
-  function matches(row, i) {
-    if (chart) {
-      for (var j = 0; j < CHART_KEYS.length; j++) {
-        var k = CHART_KEYS[j];
-        if (chart.hasAttribute('data-' + k) && row.getAttribute('data-' + k) !== chart.getAttribute('data-' + k)) { return false; }
-      }
-    }
-    var date = row.getAttribute('data-date');
-    var q = value('q').toLowerCase();
-    return (!value('run') || row.getAttribute('data-run') === value('run')) &&
-      (!value('tool') || row.getAttribute('data-tool') === value('tool')) &&
-      (!value('file') || row.getAttribute('data-file') === value('file')) &&
-      (!value('from') || (date && date >= value('from'))) &&
-      (!value('to') || (date && date <= value('to'))) &&
-      (!q || texts[i].indexOf(q) >= 0);
-  }
-  function setOpen(row, open) {
-    var d = row.nextElementSibling;
-    row.setAttribute('aria-expanded', open ? 'true' : 'false');
-    var b = row.querySelector('button.expand');
-    if (b) { b.textContent = open ? '\\u25be' : '\\u25b8'; b.setAttribute('aria-expanded', open ? 'true' : 'false'); }
-    if (d && d.classList.contains('detail')) { d.hidden = !open || row.hidden; }
-  }
-  function state() {
-    var p = [];
-    Object.keys(controls).forEach(function (k) { if (value(k)) { p.push(k + '=' + encodeURIComponent(value(k))); } });
-    if (chart) { p.push('seg=' + encodeURIComponent(chart.id)); }
-    rows.forEach(function (row) { if (row.getAttribute('aria-expanded') === 'true') { p.push('open=' + encodeURIComponent(row.id)); } });
-    return p.length ? '#' + p.join('&') : '';
-  }
-  function remember() {
-    try { history.replaceState(null, '', location.pathname + location.search + state()); } catch (e) { /* file: URLs may refuse */ }
-  }
-  function apply(scroll) {
-    var shown = 0;
-    rows.forEach(function (row, i) {
-      var ok = matches(row, i);
-      row.hidden = !ok;
-      setOpen(row, row.getAttribute('aria-expanded') === 'true');
-      if (ok) { shown += 1; }
-    });
-    segments.forEach(function (s) { s.classList.toggle('selected', s === chart); });
-    var set = Object.keys(controls).filter(function (k) { return value(k); });
-    var known = selectionTotal(set);
-    var text;
-    if (known && shown === known[1]) {
-      text = known[0] + ': all ' + count(shown) + ' calls shown.';
-    } else if (known) {
-      text = known[0] + ': showing ' + count(shown) + ' of ' + count(known[1]) + ' calls (this page embeds a sample);' +
-        ' all of them:';
-    } else {
-      var parts = chart ? [chart.getAttribute('data-label')] : [];
-      set.forEach(function (k) { parts.push(k + ': ' + value(k)); });
-      text = 'Filtered by ' + parts.join(', ') + ': ' + count(shown) + ' of the ' + count(rows.length) +
-        ' calls this page embeds' + (value('q') ? ' (the search looks at these only)' : '') + '; all that match:';
-    }
-    status.textContent = text;
-    if (queryBox) { queryBox.textContent = known && shown === known[1] ? '' : query(); }
-    root.setAttribute('data-shown', String(shown));
-    root.setAttribute('data-total', known ? String(known[1]) : '');
-    if (scroll) { document.getElementById('calls-section').scrollIntoView(); }
-  }
-  segments.forEach(function (seg) {
-    var pick = function () { chart = seg; apply(true); remember(); };
-    seg.addEventListener('click', pick);
-    seg.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { pick(); } });
-  });
-  Object.keys(controls).forEach(function (k) {
-    if (controls[k]) { controls[k].addEventListener('input', function () { apply(false); remember(); }); }
-  });
-  Array.prototype.slice.call(document.querySelectorAll('.tool-link')).forEach(function (link) {
-    var pick = function () {
-      chart = null;
-      Object.keys(controls).forEach(function (k) { if (controls[k]) { controls[k].value = ''; } });
-      controls.tool.value = link.getAttribute('data-tool');
-      apply(true);
-      remember();
-    };
-    link.addEventListener('click', pick);
-    link.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { pick(); } });
-  });
-  table.addEventListener('click', function (e) {
-    var b = e.target.closest ? e.target.closest('button.expand') : null;
-    if (!b) { return; }
-    var row = b.closest('tr');
-    setOpen(row, row.getAttribute('aria-expanded') !== 'true');
-    remember();
-  });
-  document.getElementById('show-all').addEventListener('click', function () {
-    chart = null;
-    Object.keys(controls).forEach(function (k) { if (controls[k]) { controls[k].value = ''; } });
-    apply(false);
-    remember();
-  });
-  function restore() {
-    var hash = decodeURIComponent(location.hash.slice(1));
-    if (!hash) { return; }
-    var byId = document.getElementById(hash);
-    if (byId && byId.classList.contains('seg')) { chart = byId; return; }
-    location.hash.slice(1).split('&').forEach(function (pair) {
-      var at = pair.indexOf('=');
-      if (at < 0) { return; }
-      var k = pair.slice(0, at), v = decodeURIComponent(pair.slice(at + 1));
-      if (k === 'seg') {
-        var s = document.getElementById(v);
-        if (s && s.classList.contains('seg')) { chart = s; }
-      } else if (k === 'open') {
-        var r = document.getElementById(v);
-        if (r && r.classList.contains('call')) { r.setAttribute('aria-expanded', 'true'); }
-      } else if (controls[k]) {
-        controls[k].value = v;
-      }
-    });
-  }
-  restore();
-  apply(false);
-  root.setAttribute('data-report-ready', '1');
-})();
-"""
+    `report.css` (the page's style, shared with the diff's page), `error_hook.js` (records
+    script errors on the page itself, so a headless browser's dumped DOM shows them) and
+    `report.js` (the call table's filters). The page has a newline before each.
+    """
+    return "\n" + resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------ page helpers
@@ -373,7 +148,7 @@ def page(title: str, heading: str, subtitle: str, body: str, script: str = "", n
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{CSS}</style><script>{ERROR_HOOK}</script></head><body>"
+        f"<title>{esc(title)}</title><style>{asset('report.css')}</style><script>{asset('error_hook.js')}</script></head><body>"
         f"<header><h1>{esc(heading)}</h1><p>{esc(subtitle)}</p>" + (f"<p>{esc(note)}</p>" if note else "")
         + "</header><main>"
         + body
@@ -945,4 +720,4 @@ def build_html(s: Summary) -> str:
                     'Show all</button></div><table id="calls"><tbody></tbody></table></section>',
                     dead_letter_section(s), runs_section(s)]
     return page(f"footprint-audit report: {s.out_dir}", "footprint-audit report", str(s.out_dir),
-                cards(s) + "".join(sections), SCRIPT, note=s.build)
+                cards(s) + "".join(sections), asset("report.js"), note=s.build)
