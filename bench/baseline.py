@@ -8,7 +8,7 @@ streams, grouped by `(run_id, tool_call_id)` in a dict, the run facts as the
 pipeline's side input makes them), `transforms.read.reading_rows.reading_values` (call →
 row, a tuple), and pyarrow with `schemas.tables` (sharded, sorted with Arrow and written
 as zstd Parquet, as `transforms.write.parquet` does) — so its tables equal the Beam job's.
-`tests/test_bench_smoke.py` checks the Arrow sort against the rows sorted in Python.
+`bench/test_smoke.py` checks the Arrow sort against the rows sorted in Python.
 
     python -m bench.baseline --input bench/data/rec-100mb --output /tmp/base-out \\
         --declarations bench/data/rec-100mb.declarations.json
@@ -19,19 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
-from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, RunInput, SourceFile  # noqa: E402
-from footprint_audit.pipelines.inputs.patterns import expand_inputs  # noqa: E402
-from footprint_audit.transforms.calls.accounting import (  # noqa: E402
+from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, RunInput, SourceFile
+from footprint_audit.pipelines.inputs.patterns import expand_inputs
+from footprint_audit.transforms.calls.accounting import (
     RunCounts,
     add_counts,
     count_event,
@@ -41,8 +36,8 @@ from footprint_audit.transforms.calls.accounting import (  # noqa: E402
     document_run_row,
     run_row,
 )
-from footprint_audit.transforms.calls.call_types import Call, JoinedRun  # noqa: E402
-from footprint_audit.transforms.calls.from_events import (  # noqa: E402
+from footprint_audit.transforms.calls.call_types import Call, JoinedRun
+from footprint_audit.transforms.calls.from_events import (
     CALL,
     NOT_NEEDED,
     RunFacts,
@@ -51,10 +46,12 @@ from footprint_audit.transforms.calls.from_events import (  # noqa: E402
     join_run,
     run_facts_from,
 )
-from footprint_audit.transforms.read.reading_rows import reading_values  # noqa: E402
-from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source  # noqa: E402
-from footprint_audit.transforms.process.worker_gc import tune_gc  # noqa: E402
-from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file  # noqa: E402
+from footprint_audit.transforms.read.reading_rows import reading_values
+from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source
+from footprint_audit.transforms.process.worker_gc import tune_gc
+from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file
+
+ROOT = Path(__file__).resolve().parents[1]
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
 

@@ -1,6 +1,6 @@
 """Memory stays bounded on big inputs: peak memory of the reader and of the whole job, by input size.
 
-    python bench/bench_memory.py [--sizes-mb 32,128,512] [--dead-lines N] [--dead-elements N] [--work DIR] [--keep]
+    python -m bench.bench_memory [--sizes-mb 32,128,512] [--dead-lines N] [--dead-elements N] [--work DIR] [--keep]
 
 Three measurements (and the --dead-… ones), each on generated input (written under --work, removed after):
 
@@ -36,14 +36,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import psutil
+
+from footprint_audit.schemas.events import FORMAT_EVENT_STREAM
+from footprint_audit.transforms.decode import lines
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import psutil  # noqa: E402
-
-from footprint_audit.schemas.events import FORMAT_EVENT_STREAM  # noqa: E402
-from footprint_audit.transforms.decode import lines  # noqa: E402
 
 MB = 1 << 20
 

@@ -40,12 +40,10 @@ from typing import Callable
 
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.corpus import Record, describe, make_corpus
+from footprint_audit.readers import json_prefix_of, leading_json_values, read_emptiness
 
-from bench.corpus import Record, describe, make_corpus  # noqa: E402
-from footprint_audit.readers import json_prefix_of, leading_json_values, read_emptiness  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CONFORMANCE = ROOT / "tests" / "data" / "conformance"
 TS_REFERENCE_ALL_THREE = 65_000  # records/s, upstream TypeScript readers, one core (an old figure)

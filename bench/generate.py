@@ -1,7 +1,7 @@
 """A seeded generator of realistic recordings and event streams, at any size.
 
 Role: the input of `bench/run.py` (the baseline, the Beam job, the memory
-runs) and of `tests/test_bench_smoke.py`. It writes agentfootprint runs as
+runs) and of `bench/test_smoke.py`. It writes agentfootprint runs as
 the readers' upstream records them:
 
 * many runs of 3 to 40 tool calls each, with the run's own events around them
@@ -37,7 +37,6 @@ import argparse
 import gzip
 import os
 import random
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,11 +45,9 @@ from typing import Any
 import orjson
 import zstandard
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.corpus import _Gen, KINDS, Record
 
-from bench.corpus import _Gen, KINDS, Record  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 __all__ = ["generate", "parse_size", "DECLARATIONS", "big_value", "GenStats"]
 

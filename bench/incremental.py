@@ -28,12 +28,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.generate import parse_size
+from bench.run import DATA, dataset
 
-from bench.generate import parse_size  # noqa: E402
-from bench.run import DATA, dataset  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TABLES = ("readings", "dead_letters", "runs")
 

@@ -62,11 +62,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.generate import generate, parse_size, write_declarations
 
-from bench.generate import generate, parse_size, write_declarations  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "bench" / "data"
 ALL = ["readers", "recordings", "stream", "stateful", "fixed", "onemb"]

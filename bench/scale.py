@@ -34,11 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.generate import generate, parse_size, write_declarations
 
-from bench.generate import generate, parse_size, write_declarations  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MiB = 1 << 20
 

@@ -52,10 +52,6 @@ import orjson
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-for extra in (ROOT, ROOT / "tools"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-
 PARTITIONS = 3
 
 
@@ -300,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work folder (outputs, job logs) and say where it is")
     args = ap.parse_args(argv)
     JOB_ARGS[:] = args.job_arg
-    from kafka_local import KafkaBroker
+    from tools.kafka_local import KafkaBroker
     from tools.jars import ensure_jars
 
     print(machine_line(), flush=True)

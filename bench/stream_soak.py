@@ -152,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-arg", action="append", default=[], metavar="ARG", help="one more option for the stream job")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "tools"))
-    from kafka_local import KafkaBroker
+    from tools.kafka_local import KafkaBroker
     from tools.jars import ensure_jars
 
     print(machine_line(), flush=True)

@@ -20,7 +20,7 @@ def load_targets(imports: Callable[[], dict], main: bool) -> dict:
 
 
 def fuzz_main(argv: list[str], check: Callable[[bytes], None], hypothesis_run: Callable[[float], None]) -> None:
-    """`python fuzz/X.py [atheris args]` or `python fuzz/X.py --hypothesis SECONDS`."""
+    """`python -m fuzz.X [atheris args]` or `python -m fuzz.X --hypothesis SECONDS`, from the repository root."""
     if len(argv) > 2 and argv[1] == "--hypothesis":
         hypothesis_run(float(argv[2]))
         return

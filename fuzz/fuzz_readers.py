@@ -2,9 +2,9 @@
 
 Run (atheris, libFuzzer options pass through):
 
-    python fuzz/fuzz_readers.py -max_total_time=300 -artifact_prefix=/tmp/fuzz-readers/ [CORPUS_DIR]
+    python -m fuzz.fuzz_readers -max_total_time=300 -artifact_prefix=/tmp/fuzz-readers/ [CORPUS_DIR]
 
-Without atheris, `python fuzz/fuzz_readers.py --hypothesis SECONDS` runs the same
+Without atheris, `python -m fuzz.fuzz_readers --hypothesis SECONDS` runs the same
 check under hypothesis for that long. `check(data)` is what both call and what
 `tests/test_reliability.py` replays for every file in `tests/data/regressions/readers-*`.
 
@@ -20,9 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from _common import fuzz_main, load_targets  # noqa: E402
+from fuzz._common import fuzz_main, load_targets
 
 def _imports():
     from footprint_audit.readers import (

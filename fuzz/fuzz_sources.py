@@ -2,9 +2,9 @@
 
 Run (atheris, libFuzzer options pass through):
 
-    python fuzz/fuzz_sources.py -max_total_time=300 -artifact_prefix=/tmp/fuzz-sources/ [CORPUS_DIR]
+    python -m fuzz.fuzz_sources -max_total_time=300 -artifact_prefix=/tmp/fuzz-sources/ [CORPUS_DIR]
 
-Without atheris, `python fuzz/fuzz_sources.py --hypothesis SECONDS`. `check(data)` is
+Without atheris, `python -m fuzz.fuzz_sources --hypothesis SECONDS`. `check(data)` is
 replayed by `tests/test_reliability.py` for every `tests/data/regressions/sources-*` file.
 
 Checked on every input:
@@ -24,9 +24,7 @@ import io
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from _common import fuzz_main, load_targets  # noqa: E402
+from fuzz._common import fuzz_main, load_targets
 
 def _imports():
     import orjson

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import glob
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,3 +116,13 @@ def tree_bytes(folder: str | os.PathLike) -> dict[str, bytes]:
     """Every file under `folder` (relative path → bytes): to show files the tool did not write are untouched."""
     root = Path(folder)
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def generated_history(out: Path, size: int, seed: int, layout: str, big: bool = True) -> Path:
+    """Seeded generated history under `out` (the benchmarks' generator, run as its command); returns the
+    declarations file it writes beside `out` (`OUT.declarations.json`)."""
+    cmd = [sys.executable, "-m", "bench.generate", "--out", str(out), "--size", str(size), "--seed", str(seed),
+           "--layout", layout] + ([] if big else ["--no-big"])
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return Path(str(out).rstrip("/") + ".declarations.json")

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a 
 #: and the setting in this process and in a child it starts.
 CLEAR = "assert ctypes.CDLL(None).prctl(41, 0, 0, 0, 0) == 0;"
 PROBE = (
-    "import ctypes, subprocess, sys; sys.path.insert(0, {root!r});" + CLEAR +
+    "import ctypes, subprocess, sys;" + CLEAR +
     "start = ctypes.CDLL(None).prctl(42, 0, 0, 0, 0);"
-    "from transforms.process.memory import leave_huge_pages_off;"
+    "from footprint_audit.transforms.process import leave_huge_pages_off;"
     "done = leave_huge_pages_off();"
     "get = 'import ctypes; print(ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))';"
     "child = subprocess.run([sys.executable, '-c', get], capture_output=True, text=True, check=True).stdout.strip();"
@@ -53,8 +53,8 @@ def test_the_environment_keeps_the_system_setting():
 
 
 JOB = (
-    "import ctypes, sys; sys.path.insert(0, {root!r});" + CLEAR +
-    "from pipelines import reassess;"
+    "import ctypes, sys;" + CLEAR +
+    "from footprint_audit.pipelines.reassess import command as reassess;"
     "code = reassess.run(['--input', {inp!r}, '--output', {out!r}, '--declarations', {decl!r}, '--no-progress', '--quiet']);"
     "print(code, ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))"
 )

@@ -226,7 +226,6 @@ def test_a_run_whose_earlier_file_is_gone_is_refused(tmp_path):
 
 KILL_IN_PUBLISH = """
 import os, signal, sys
-sys.path.insert(0, {root!r})
 os.chdir({root!r})
 from footprint_audit.pipelines.output import publish as output
 from footprint_audit.pipelines.reassess import command as reassess

@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 import base64
-import sys
 import uuid
-from pathlib import Path
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "tools"))
-import kafka_local  # noqa: E402
+from tools import kafka_local
 
 
 def _uuid_encoding_to(prefix: bytes) -> uuid.UUID:

@@ -151,7 +151,6 @@ def test_a_killed_job_leaves_the_previous_tables_and_a_restart_equals_a_clean_ru
 
 KILL_AT = """
 import os, signal, sys
-sys.path.insert(0, {root!r})
 from footprint_audit.pipelines.output import publish as output
 from footprint_audit.pipelines.output import ownership
 import json

@@ -7,6 +7,7 @@ outside the repository, as a worker would.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -53,8 +54,8 @@ def test_the_installed_layout_imports_and_runs_without_the_repository(tmp_path):
         "    raise SystemExit(old + ' is importable')\n"
         "raise SystemExit(cli.main(['--version']))\n"
     ) % str(lib / "footprint_audit")
-    res = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(lib)!r})\n" + script],
-                         cwd=tmp_path, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-c", script], cwd=lib, env=env, capture_output=True, text=True)  # lib first
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.startswith("footprint-audit ")
 

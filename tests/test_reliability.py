@@ -535,13 +535,9 @@ REGRESSIONS = ROOT / "tests" / "data" / "regressions"
 
 
 def _fuzz_target(name: str):
-    sys.path.insert(0, str(ROOT / "fuzz"))
-    try:
-        import importlib
+    import importlib
 
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "fuzz"))
+    return importlib.import_module(f"fuzz.{name}")
 
 
 @pytest.mark.parametrize("path", sorted(p.name for p in REGRESSIONS.glob("*.bin")))

@@ -9,8 +9,8 @@ import sys
 from helpers import ROOT
 
 PROBE = (
-    "import gc, sys; sys.path.insert(0, {root!r}); gc.set_threshold(*{start!r});"
-    "from transforms.process.worker_gc import tune_gc; first = tune_gc(); second = tune_gc();"
+    "import gc, sys; gc.set_threshold(*{start!r});"
+    "from footprint_audit.transforms.process import tune_gc; first = tune_gc(); second = tune_gc();"
     "print(first, second, *gc.get_threshold(), gc.get_freeze_count() > 0)"
 )
 
@@ -46,8 +46,8 @@ def test_the_environment_can_leave_the_thresholds_alone():
 
 
 JOB = (
-    "import gc, sys; sys.path.insert(0, {root!r});"
-    "from pipelines import reassess;"
+    "import gc, sys;"
+    "from footprint_audit.pipelines.reassess import command as reassess;"
     "code = reassess.run(['--input', {inp!r}, '--output', {out!r}, '--declarations', {decl!r}, '--no-progress', '--quiet']);"
     "print(code, *gc.get_threshold())"
 )

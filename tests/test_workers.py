@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, generated_history
 from footprint_audit.pipelines.local_runner import plans
 from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.pipelines.local_runner import workers
@@ -23,11 +23,9 @@ TABLES = ("readings", "dead_letters", "runs")
 @pytest.fixture(scope="module")
 def mixed_input(tmp_path_factory) -> str:
     """The examples plus generated recordings and JSON Lines / SSE streams (several files of each)."""
-    from bench.generate import generate
-
     root = tmp_path_factory.mktemp("mixed")
-    generate(root / "recordings", 1_500_000, seed=3, layout="recordings", big=False)
-    generate(root / "stream", 1_500_000, seed=4, layout="stream", big=False)
+    generated_history(root / "recordings", 1_500_000, seed=3, layout="recordings", big=False).unlink()
+    generated_history(root / "stream", 1_500_000, seed=4, layout="stream", big=False).unlink()
     return str(root)
 
 
@@ -59,7 +57,8 @@ def test_two_forked_workers_write_the_same_bytes_as_one(mixed_input, tmp_path):
 # made before the pool is forked, so both workers carry it).
 FAILING_JOB = """
 import sys
-from footprint_audit import pipelines
+from footprint_audit.pipelines.launch import install
+install()  # as the command does first thing, before this script's import of Beam below
 from footprint_audit.transforms.read import apply_readers
 
 def broken(*args, **kwargs):

@@ -11,19 +11,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import jars as fetch_jars
+from tools.kafka_local import KafkaBroker
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-for p in (HERE, REPO):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-from tools import jars as fetch_jars  # noqa: E402
-from kafka_broker import KafkaBroker  # noqa: E402
 
 MIN_JAVA = 17
 

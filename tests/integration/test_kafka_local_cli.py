@@ -65,7 +65,7 @@ def consume(bootstrap: str, topic: str, n: int, timeout: float = 120, **config) 
 
 
 def test_cli_start_status_topic_produce_stop(integration_jars, tmp_path):
-    from kafka_broker import free_port
+    from tools.kafka_local import free_port
 
     workdir = tmp_path / "kafka"
     port = free_port()

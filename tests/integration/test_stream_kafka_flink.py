@@ -29,7 +29,7 @@ import orjson
 import psutil
 import pytest
 
-from helpers import ROOT, assert_stream_matches_batch, load_table
+from helpers import ROOT, assert_stream_matches_batch, generated_history, load_table
 from footprint_audit.pipelines.reassess import command as reassess
 from stream_harness import (
     WAIT_SECONDS,
@@ -96,7 +96,7 @@ def big_call(ms: int) -> list[tuple[int, int, bytes]]:
 @pytest.fixture(scope="module")
 def delivered(integration_jars, tmp_path_factory):
     """One job over the shuffled, duplicated delivery (+ a 5 MB event, + a declaration past the lateness)."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     work = tmp_path_factory.mktemp("delivered")
     events = example_events()
@@ -191,10 +191,8 @@ def test_no_file_is_written_twice_and_names_are_unique(delivered):
 def history_records(tmp: Path, partitions: int = PARTITIONS, target: int = 100_000, size: int = 72 << 20) -> tuple[list, Path]:
     """About `target` events of generated history (seeded; `size` bytes generated to draw them from),
     each run in its own partition, in order; also written as one JSON Lines file for `reassess`."""
-    from bench.generate import generate
-
     src = tmp / "generated"
-    generate(src, size, seed=5, layout="stream")
+    generated_history(src, size, seed=5, layout="stream")
     records, lines = [], []
     for path in sorted(p for p in src.rglob("*") if p.is_file()):
         for run in read_runs(path):
@@ -233,10 +231,8 @@ def read_runs(path: Path):
 
 def history_and_batch(tmp: Path, **kw) -> tuple[list, Path, Path, Path]:
     """`history_records(tmp, **kw)`, their declarations, and `reassess`'s output of them."""
-    from bench.generate import write_declarations
-
     records, history = history_records(tmp, **kw)
-    declarations = Path(write_declarations(tmp / "declarations.json"))
+    declarations = tmp / "generated.declarations.json"  # written beside the history's source by the generator
     batch = tmp / "batch"
     assert reassess.run(["--input", str(history), "--output", str(batch), "--declarations", str(declarations),
                          "--no-progress", "--quiet"]) == 0
@@ -244,7 +240,7 @@ def history_and_batch(tmp: Path, **kw) -> tuple[list, Path, Path, Path]:
 
 
 def test_replaying_100k_events_of_history_reads_every_call_on_time(integration_jars, tmp_path):
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     records, history, declarations, batch = history_and_batch(tmp_path)
     assert len(records) == 100_000
@@ -295,7 +291,7 @@ def _kill_once_reading(launcher, out: Path, log: Path, also=None, what: str = ""
 
 def test_sigkill_of_the_launcher_leaves_no_process_and_keeps_every_file(integration_jars, tmp_path):
     """The job server (and the embedded Flink in it) dies with a killed launcher; what was written stays."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     records = example_records()
     out, log = tmp_path / "stream", tmp_path / "stream.log"
@@ -315,7 +311,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
     while nothing runs; started again with the same command, the job resumes from the latest
     retained checkpoint (the calls in flight, the read's offsets): the current readings equal
     `reassess`'s and every record is counted once."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     records = example_records()
     first, rest = records[: len(records) // 2], records[len(records) // 2 :]
@@ -353,7 +349,7 @@ def test_sigkill_during_a_backlog_then_restart_counts_every_record_once(integrat
     """A backlog of generated history (resumed legs among it) is killed with SIGKILL once readings
     are written, before it is read whole, and started again with the same command: the records the
     second job reads again are written again, and the views count each of them once."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     records, _history, declarations, batch = history_and_batch(tmp_path, target=20_000, size=16 << 20)
     out, log = tmp_path / "stream", tmp_path / "stream.log"
@@ -379,7 +375,7 @@ def test_a_bounded_read_run_twice_counts_once(integration_jars, tmp_path):
     """A bounded read that ends before its first checkpoint (as short reads did) commits what it
     wrote when it ends: the same command again reads nothing new, and the views count each record
     once."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     records = example_records()
     out, log = tmp_path / "stream", tmp_path / "stream.log"
@@ -405,7 +401,7 @@ def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_re
     and exits 0 before any job server starts, the tables as they were; a larger --max-records then
     reads on from the committed offsets (not from a checkpoint: nothing it read is read again from one),
     and every record is counted once."""
-    from kafka_broker import KafkaBroker
+    from tools.kafka_local import KafkaBroker
 
     from footprint_audit.pipelines.flink.state import latest_checkpoint
     from footprint_audit.pipelines.report.command import check_output_dir, connect, fetch

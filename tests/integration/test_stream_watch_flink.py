@@ -36,7 +36,7 @@ def _lines(log: Path, pattern: str) -> list[str]:
 
 
 def test_progress_lines_and_the_metrics_endpoint_follow_the_read(integration_jars, tmp_path):
-    from kafka_broker import KafkaBroker, free_port
+    from tools.kafka_local import KafkaBroker, free_port
 
     records = example_records()
     out, log, port = tmp_path / "stream", tmp_path / "stream.log", free_port()
@@ -69,7 +69,7 @@ def test_progress_lines_and_the_metrics_endpoint_follow_the_read(integration_jar
 
 
 def test_a_broker_outage_is_one_line_when_it_starts_and_one_when_it_ends(integration_jars, tmp_path):
-    from kafka_broker import KafkaBroker, free_port
+    from tools.kafka_local import KafkaBroker, free_port
 
     records = example_records()
     out, log = tmp_path / "stream", tmp_path / "stream.log"

@@ -1,8 +1,8 @@
 """A headless Debian `chromium` driven over the DevTools protocol through a pipe (no extra package).
 
 Role: opens a page, evaluates script in it and clicks where a real mouse would (at an element's
-centre), for the report's browser tests (`tests/test_report_scale.py`) and the page's load time in
-`bench/report.py`. Chromium is started with `--remote-debugging-pipe`: it reads commands from its
+centre), for the report's browser tests (`tests/test_report_scale.py`), and as a command the page's load time
+for `bench/report.py` (`python tests/browser.py PAGE --runs N`). Chromium is started with `--remote-debugging-pipe`: it reads commands from its
 file descriptor 3 and writes answers and events to 4, each a JSON message ended by a NUL byte.
 
     with Browser(binary, profile) as b:
@@ -153,3 +153,20 @@ class Browser:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if __name__ == "__main__":  # `python tests/browser.py PAGE --runs N`: the page's median load time (bench/report.py)
+    import argparse
+    import statistics
+    import sys
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="median milliseconds to a page's first frame after its load event")
+    parser.add_argument("page", type=Path)
+    parser.add_argument("--runs", type=int, default=3, help="openings measured, after one left out as a warm-up")
+    args = parser.parse_args()
+    binary = find_chromium()
+    if binary is None:
+        sys.exit("no chromium (`apt-get install -y chromium`)")
+    with tempfile.TemporaryDirectory() as profile, Browser(binary, Path(profile)) as b:
+        print(statistics.median([b.open(args.page.resolve().as_uri()) for _ in range(args.runs + 1)][1:]))

@@ -6,6 +6,9 @@ Beam job give the same tables on generated input (recordings and event
 streams), that the batched Arrow writer and the baseline's files order rows as
 `sort_rows` does, and
 that the readers, stateful-join and one-command harnesses run.
+
+The benchmarks' own check, beside them: the README's test command runs it with the tests
+(`testpaths`), and nothing under `tests/` imports `bench`.
 """
 
 from __future__ import annotations
@@ -16,18 +19,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from helpers import ROOT, load_table
+from bench import baseline, run as bench_run
+from bench.generate import generate, parse_size, write_declarations
+from footprint_audit.pipelines.reassess import command as reassess
+from footprint_audit.schemas.declarations import load_declarations
+from footprint_audit.schemas.tables import TABLES
+from footprint_audit.transforms.write.parquet import ipc_to_table, rows_to_ipc, sort_arrow, sort_rows
 
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
 
-from bench import baseline, run as bench_run  # noqa: E402
-from bench.generate import generate, parse_size, write_declarations  # noqa: E402
-from footprint_audit.pipelines.reassess import command as reassess  # noqa: E402
-from footprint_audit.schemas.declarations import load_declarations  # noqa: E402
-from footprint_audit.schemas.tables import TABLES  # noqa: E402
-from footprint_audit.transforms.write.parquet import ipc_to_table, rows_to_ipc, sort_arrow, sort_rows  # noqa: E402
+
+def load_table(out: Path, table: str) -> list[dict]:
+    """All rows of one output table, file by file in name order."""
+    files = sorted((Path(out) / table).rglob("*.parquet"))
+    return pa.concat_tables([pq.read_table(f) for f in files]).to_pylist() if files else []
 
 
 def _key(row: dict) -> str:
@@ -99,8 +108,6 @@ def test_batched_arrow_writes_sort_as_sort_rows():
 def test_baseline_files_hold_their_rows_in_sort_rows_order(generated):
     """The baseline sorts with Arrow (`sort_arrow`), as the job's writer does: each of its files holds
     its rows in the order `sort_rows` gives the same rows in Python."""
-    import pyarrow.parquet as pq
-
     layout, tmp, _stats, decl = generated
     out = tmp / "base-order"
     baseline.run_baseline([p for p, _ in baseline.list_inputs(str(tmp / "in"))], str(out),
@@ -180,6 +187,4 @@ def test_the_report_benchmark_measures_the_report_on_a_written_output(tmp_path):
 
 
 def pq_rows(folder: Path) -> int:
-    import pyarrow.parquet as pq
-
     return sum(pq.read_metadata(f).num_rows for f in folder.glob("*.parquet"))
