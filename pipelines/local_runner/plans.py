@@ -36,11 +36,7 @@ from apache_beam.transforms.environments import ExternalEnvironment
 from footprint_audit.pipelines.inputs import TOTAL_BYTES, SpreadFiles
 from footprint_audit.pipelines.options import flag_given
 from footprint_audit.transforms.join import (
-    DEFAULT_MAX_PARTITION_BYTES,
-    JoinLineEvents,
-    LineRunRows,
-    SpillJoinEventStream,
-    SpillLineRunRows,
+    DEFAULT_MAX_PARTITION_BYTES, JoinLineEvents, LineRunRows, SpillJoinEventStream, SpillLineRunRows,
 )
 from footprint_audit.transforms.write import WriteTables
 

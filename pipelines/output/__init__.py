@@ -1,8 +1,6 @@
 """The output folder: ownership, checks, staging and publishing and the manifest of the files read."""
 
-from .manifest import (
-    MANIFEST_TABLE, build_note, duplicate_letters, duplicates_of, file_sha256, read_manifest, stage_manifest,
-)
+from .manifest import MANIFEST_TABLE, build_note, duplicate_letters, duplicates_of, file_sha256, read_manifest, stage_manifest
 from .ownership import MARKER
 from .publish import summarize, summary_figures
 from .target import OutputTarget, spill_folder

@@ -60,24 +60,12 @@ from footprint_audit.pipelines import version
 from footprint_audit.pipelines.flink import cached_job_server, runner_of
 from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_inputs, file_key
 from footprint_audit.pipelines.launch import (
-    OutputError,
-    UsageError,
-    display_name,
-    failure_sentence,
-    held_interrupts,
-    interrupted_exit,
-    stop_on_interrupt,
+    OutputError, UsageError, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
 )
 from footprint_audit.pipelines.local_runner import LocalPlan, Plan, WorkerPool, runner_options, worker_count
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
 from footprint_audit.pipelines.output import (
-    OutputTarget,
-    duplicate_letters,
-    duplicates_of,
-    file_sha256,
-    spill_folder,
-    stage_manifest,
-    summarize,
+    OutputTarget, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
     summary_figures,
 )
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
@@ -87,13 +75,7 @@ from footprint_audit.transforms import decode as read_mod
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES, ReadInputFiles
 from footprint_audit.transforms.join import (
-    DEFAULT_MAX_PARTITION_BYTES,
-    RECORDING,
-    STREAM,
-    JoinRecordingRuns,
-    KeyLineEvents,
-    RunCopiesToDrop,
-    claim_of,
+    DEFAULT_MAX_PARTITION_BYTES, RECORDING, STREAM, JoinRecordingRuns, KeyLineEvents, RunCopiesToDrop, claim_of,
 )
 from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.read import READER_VERSION, ApplyReaders

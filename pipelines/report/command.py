@@ -36,14 +36,7 @@ import pyarrow as pa
 from footprint_audit.pipelines.output import build_note
 from footprint_audit.schemas.tables import TABLES
 
-from .html import (
-    MAX_TOOL_PANELS,
-    RANK_RULE,
-    SAMPLE_PER_BUCKET,
-    SAMPLE_PER_SEGMENT,
-    SAMPLE_PER_TOOL,
-    build_html,
-)
+from .html import MAX_TOOL_PANELS, RANK_RULE, SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL, build_html
 from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.

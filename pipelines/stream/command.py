@@ -49,21 +49,8 @@ from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.stream import (
-    COUNT_FIXES,
-    COUNTS,
-    DEAD,
-    KEYED,
-    ClassifyAndKeyFn,
-    KafkaSpec,
-    MarkEndOfInput,
-    ReadFilesAsStreamFn,
-    ReadKafkaEvents,
-    ReadPubSubEvents,
-    StatefulCallJoin,
-    WriteStreamTable,
-    check_topic,
-    commit_positions,
-    every_few_seconds,
+    COUNT_FIXES, COUNTS, DEAD, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
+    ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
     records_read,
 )
 from footprint_audit.transforms.stream import DEAD_LETTERS as JOIN_DEAD

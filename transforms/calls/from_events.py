@@ -27,24 +27,9 @@ import orjson
 
 from footprint_audit.readers import UNDEFINED
 from footprint_audit.schemas.events import (
-    CHECKIN_DECISION,
-    MIDDLEWARE_DECISION,
-    PAUSE_RESUME,
-    PERMISSION_CHECK,
-    PLACEHOLDERS,
-    REASON_MISSING_CALL_ID,
-    REASON_REDACTED_CALL_ID,
-    RUN_EVENT_TYPES,
-    TOOL_END,
-    TOOL_START,
-    TOOLS_ABSENT,
-    TOOLS_COVERAGE,
-    TOOLS_SEMANTICS,
-    TURN_END,
-    TURN_START,
-    DeadLetter,
-    Event,
-    RunInput,
+    CHECKIN_DECISION, MIDDLEWARE_DECISION, PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS, REASON_MISSING_CALL_ID,
+    REASON_REDACTED_CALL_ID, RUN_EVENT_TYPES, TOOL_END, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS,
+    TURN_END, TURN_START, DeadLetter, Event, RunInput,
 )
 
 from .call_types import Call, JoinedRun, RunFacts, int_or_none, str_or_none

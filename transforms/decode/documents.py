@@ -14,35 +14,14 @@ import orjson
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
-    FORMAT_ENVELOPE,
-    FORMAT_EVENTS_ARRAY,
-    FORMAT_RECORDING,
-    REASON_NOT_JSON,
-    REASON_TOO_LARGE,
-    REASON_UNKNOWN_FORMAT,
-    DeadLetter,
-    Event,
-    RunInput,
-    SourceFile,
+    FORMAT_ENVELOPE, FORMAT_EVENTS_ARRAY, FORMAT_RECORDING, REASON_NOT_JSON, REASON_TOO_LARGE, REASON_UNKNOWN_FORMAT,
+    DeadLetter, Event, RunInput, SourceFile,
 )
 
 from .byte_streams import SourceError, decompress, document_too_large_detail
 from .envelopes import (
-    DEFAULT_MAX_EVENT_BYTES,
-    MAX_EVENT_DEPTH,
-    RAW_KEEP_BYTES,
-    check_envelope,
-    depth_over,
-    dump,
-    js_kind,
-    maybe_too_deep,
-    not_json_detail,
-    own_or_hint,
-    parse_utf8_safe,
-    plain_event,
-    too_deep,
-    too_large,
-    with_article,
+    DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_DEPTH, RAW_KEEP_BYTES, check_envelope, depth_over, dump, js_kind, maybe_too_deep,
+    not_json_detail, own_or_hint, parse_utf8_safe, plain_event, too_deep, too_large, with_article,
 )
 from .sniff import strip_bom
 

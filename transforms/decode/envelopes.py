@@ -16,13 +16,7 @@ import orjson
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
-    EVENT_PREFIX,
-    REASON_MISSING_RUN_ID,
-    REASON_NOT_AN_EVENT,
-    REASON_NOT_JSON,
-    REASON_TOO_LARGE,
-    DeadLetter,
-    Event,
+    EVENT_PREFIX, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON, REASON_TOO_LARGE, DeadLetter, Event,
     short_type,
 )
 

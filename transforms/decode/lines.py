@@ -11,12 +11,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Iterator
 
 from footprint_audit.schemas.events import (
-    FORMAT_EVENT_STREAM,
-    FORMAT_SSE,
-    REASON_NOT_AN_EVENT,
-    REASON_UNREADABLE,
-    DeadLetter,
-    Event,
+    FORMAT_EVENT_STREAM, FORMAT_SSE, REASON_NOT_AN_EVENT, REASON_UNREADABLE, DeadLetter, Event,
 )
 
 from .byte_streams import READ_ERRORS

@@ -21,25 +21,11 @@ import stat
 from typing import BinaryIO, Iterator
 
 from footprint_audit.schemas.events import (
-    FORMAT_EVENT_STREAM,
-    REASON_NOT_AN_EVENT,
-    REASON_NOT_JSON,
-    REASON_TOO_LARGE,
-    REASON_UNREADABLE,
-    DeadLetter,
-    Event,
+    FORMAT_EVENT_STREAM, REASON_NOT_AN_EVENT, REASON_NOT_JSON, REASON_TOO_LARGE, REASON_UNREADABLE, DeadLetter, Event,
     SourceFile,
 )
 
-from .byte_streams import (
-    GZIP_MAGIC,
-    READ_ERRORS,
-    ZSTD_MAGIC,
-    Prepended,
-    decompressing,
-    document_too_large_detail,
-    open_stream,
-)
+from .byte_streams import GZIP_MAGIC, READ_ERRORS, ZSTD_MAGIC, Prepended, decompressing, document_too_large_detail, open_stream
 from .documents import file_failure, group_by_run, parse_document
 from .envelopes import DEFAULT_MAX_EVENT_BYTES
 from .lines import LINE_FORMATS, iter_lines

@@ -29,20 +29,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 from footprint_audit.transforms.calls import (
-    CALL,
-    NOT_NEEDED,
-    RunCounts,
-    RunFacts,
-    add_counts,
-    count_event,
-    count_joined,
-    counts_for,
-    dead_letter_of,
-    document_run_row,
-    join_call_events,
-    join_run,
-    run_facts_from,
-    run_row,
+    CALL, NOT_NEEDED, RunCounts, RunFacts, add_counts, count_event, count_joined, counts_for, dead_letter_of,
+    document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
 from footprint_audit.transforms.decode import CallGroup, decode_held, encode_held, pack_held, unpack_held
 

@@ -20,16 +20,8 @@ from importlib import metadata
 from typing import Any, Callable
 
 from footprint_audit.readers import (
-    UNDEFINED,
-    declared_by_value,
-    json_prefix_of,
-    leading_json_values,
-    parse_maybe_json,
-    read_absence,
-    read_coverage_ledger,
-    read_emptiness,
-    read_paging,
-    read_resolved,
+    UNDEFINED, declared_by_value, json_prefix_of, leading_json_values, parse_maybe_json, read_absence,
+    read_coverage_ledger, read_emptiness, read_paging, read_resolved,
 )
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text

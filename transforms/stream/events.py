@@ -25,13 +25,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 from footprint_audit.transforms.calls import (
-    CALL,
-    NOT_NEEDED,
-    RunCounts,
-    add_dead_letter,
-    count_event,
-    dead_letter_of,
-    stream_counts,
+    CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
 from footprint_audit.transforms.decode import encode_held, event_from_message, open_source
 from footprint_audit.transforms.process import tune_gc

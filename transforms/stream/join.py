@@ -55,27 +55,13 @@ from apache_beam import pvalue, typehints
 from apache_beam.coders import Coder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import (
-    ReadModifyWriteStateSpec,
-    TimerSpec,
-    on_timer,
-)
+from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import Timestamp
 
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import (
-    CHECKIN_DECISION,
-    MIDDLEWARE_DECISION,
-    PERMISSION_CHECK,
-    REASON_LATE,
-    TOOL_END,
-    TOOL_PROGRESS,
-    TOOL_START,
-    TOOLS_ABSENT,
-    TOOLS_COVERAGE,
-    TOOLS_SEMANTICS,
-    DeadLetter,
-    Event,
+    CHECKIN_DECISION, MIDDLEWARE_DECISION, PERMISSION_CHECK, REASON_LATE, TOOL_END, TOOL_PROGRESS, TOOL_START,
+    TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS, DeadLetter, Event,
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
