@@ -15,7 +15,7 @@ pyarrow and the project again (bench/README.md, "Worker processes"). Here, when 
 `footprint-audit` process: the pool is made before Beam starts any), each worker is
 `fork()`ed from it with everything imported. Otherwise (a test session or a library
 caller that already ran Beam, whose gRPC threads a fork would not carry over) each
-worker is a new interpreter started at once (`python -m footprint_audit.pipelines.local_runner.workers`), so its
+worker is a new interpreter started at once (`spawned_main`, after the quiet of log lines), so its
 imports overlap with the building of the job.
 
 Workers die with the launcher (`PR_SET_PDEATHSIG` on Linux) and are waited for, or
@@ -304,9 +304,9 @@ class WorkerPool:
         self.close()
 
 
-#: A spawned worker's program: log lines quieted before any import of Beam, then this module as `__main__`.
-_SPAWNED = ("from footprint_audit.pipelines.launch import install; install(); import runpy; "
-            "runpy.run_module('footprint_audit.pipelines.local_runner.workers', run_name='__main__')")
+#: A spawned worker's program: log lines quieted before any import of Beam, then `spawned_main`.
+_SPAWNED = ("from footprint_audit.pipelines.launch import install; install(); "
+            "from footprint_audit.pipelines.local_runner import workers; raise SystemExit(workers.spawned_main())")
 
 
 def _worker_env() -> dict[str, str]:
@@ -317,7 +317,7 @@ def _worker_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
 
 
-def _spawned_main() -> int:
+def spawned_main() -> int:
     """A spawned worker: import what the job's steps use while the launcher builds the job, then serve."""
     ignore_stop_signals()
     die_with_parent()
@@ -334,4 +334,4 @@ def _spawned_main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_spawned_main())
+    sys.exit(spawned_main())
