@@ -11,6 +11,9 @@ a real Kafka broker and Flink.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -415,3 +418,26 @@ def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
             lambda kv, t=beam.DoFn.TimestampParam: (kv[0], kv[1].events, kv[1].used, kv[1].tool_calls, t.micros // 1000))
         assert_that(counts, equal_to([(("r1", "kafka://t/0"), 4, 4, 1, T0 * 1000), (("r2", "kafka://t/0"), 1, 1, 0, (T0 + 2) * 1000)]),
                     label="counts")
+
+
+def test_a_pubsub_publish_time_is_read_from_a_beam_timestamp_or_a_datetime():
+    """Dataflow hands a message's publish time as a Beam `Timestamp`, the direct runner as a `datetime`."""
+    from datetime import datetime, timezone
+
+    from apache_beam.utils.timestamp import Timestamp
+
+    from footprint_audit.transforms.stream.pubsub_read import publish_ms
+
+    assert publish_ms(Timestamp(micros=1_700_000_000_123_456)) == 1_700_000_000_123
+    assert publish_ms(datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=timezone.utc)) == 1_700_000_000_123
+    assert publish_ms(None) is None
+
+
+def test_a_runner_that_cannot_read_pubsub_is_refused_in_one_sentence():
+    """Beam's Python Pub/Sub read is native to Dataflow and the direct runner: any other is refused."""
+    res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source",
+                          "pubsub://projects/p/subscriptions/s", "--output", "out-never", "--runner", "FlinkRunner"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.splitlines() == [
+        "footprint-audit stream: --source pubsub://projects/p/subscriptions/s: pubsub:// is read by DataflowRunner, "
+        "or outside Dataflow by --runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by FlinkRunner"], res.stderr

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from footprint_audit.pipelines import version
 from footprint_audit.pipelines.flink import cached_job_server, runner_of
@@ -323,6 +323,10 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         duplicates: dict[str, str] = {}
         if plan is None:
             execute(list(args.input), target.staging)
+            if options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
+                target.discard()
+                _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
+                return 0
             if target.local:  # the files the job read, for the manifest; two of the same bytes are read once
                 listed = _listed(args.input, target.out)
                 duplicates = duplicates_of(listed.names, listed.sizes, listed.hashes)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 from apache_beam.transforms import window
 
 from footprint_audit.pipelines import flink as flink_state
@@ -232,6 +232,9 @@ def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> strea
 
 #: What `_wait` returns for a job whose Kafka read the runner never started in time.
 NOT_STARTED = "NOT_STARTED"
+DRY_RUN = "DRY_RUN"  # `--dry_run` (DataflowRunner): translated, never run
+#: The runners that read Beam's Python Pub/Sub source (it is native to Dataflow and the direct runner).
+PUBSUB_RUNNERS = ("DataflowRunner", "DirectRunner", "BundleBasedDirectRunner")
 
 
 def _wait(result: Any, end_marker: str | None, started: str | None = None, start_seconds: float = 0,
@@ -311,6 +314,8 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
         if started is not None and os.path.exists(started):
             os.remove(started)
         result = pipeline.run()
+        if options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
+            return DRY_RUN
         try:
             state = _wait(result, end_marker, started, args.read_start_seconds,
                           session.state_dir / "checkpoints" if session.state_dir else None)
@@ -348,6 +353,10 @@ def run(argv: list[str] | None = None) -> int:
         args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
         kind, parts = parse_source(args.source)
         _check(args)
+        if kind == "pubsub" and flink_state.runner_of(beam_args) not in PUBSUB_RUNNERS:
+            raise UsageError(f"--source {args.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
+                             f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by "
+                             f"{flink_state.runner_of(beam_args) or 'the local runner'}")
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
             group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
@@ -368,6 +377,10 @@ def run(argv: list[str] | None = None) -> int:
             if attempt < START_ATTEMPTS:
                 print(f"footprint-audit stream: the job checkpointed for {args.read_start_seconds:.0f} s without starting "
                       f"its Kafka read; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})", file=sys.stderr)
+        if state == DRY_RUN:
+            print(f"footprint-audit stream: --dry_run: the job was translated for {flink_state.runner_of(beam_args)} "
+                  "and not run", file=sys.stderr)
+            return 0
         if state == NOT_STARTED:
             raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts, each checkpointing "
                             f"for {args.read_start_seconds:.0f} s (see the state dir's job-server.log)")

@@ -9,11 +9,13 @@ Role:    the stream's Pub/Sub source (`footprint-audit stream --source pubsub://
 
 from __future__ import annotations
 
+from typing import Any
+
 import apache_beam as beam
 
 from .events import ParseMessageFn
 
-__all__ = ["ReadPubSubEvents", "pubsub_messages"]
+__all__ = ["ReadPubSubEvents", "pubsub_messages", "publish_ms"]
 
 
 def pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
@@ -22,9 +24,14 @@ def pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
 
     msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
     uri = "pubsub://" + subscription
-    return msgs | "PubSubMessages" >> beam.Map(
-        lambda m: (uri, 0, m.data, int(m.publish_time.micros // 1000) if m.publish_time else None)
-    )
+    return msgs | "PubSubMessages" >> beam.Map(lambda m: (uri, 0, m.data, publish_ms(m.publish_time)))
+
+
+def publish_ms(when: Any) -> int | None:
+    """A message's publish time in ms: a Beam `Timestamp` on Dataflow, a `datetime` on the direct runner."""
+    if when is None:
+        return None
+    return int(when.micros // 1000) if hasattr(when, "micros") else int(when.timestamp() * 1000)
 
 
 class ReadPubSubEvents(beam.PTransform):
