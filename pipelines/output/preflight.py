@@ -12,6 +12,7 @@ Role:    a problem with `--output` is found before anything is read: an empty
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 
 from apache_beam.io.filesystems import FileSystems
@@ -21,9 +22,10 @@ from footprint_audit.schemas.tables import TABLES
 
 from .ownership import MARKER, check_owned
 
-__all__ = ["check_output_name", "prepare_local", "probe_local", "probe_remote", "check_remote_owned"]
+__all__ = ["check_output_name", "prepare_local", "probe_local", "check_remote"]
 
 _PROBE = b"footprint-audit write probe\n"
+REMOTE_ANSWER_SECONDS = 30  # a store that has not answered by then is refused (its client would retry for minutes)
 
 
 def check_output_name(out: str) -> None:
@@ -67,6 +69,28 @@ def probe_local(folder: str, out: str) -> None:
             except OSError:
                 pass
         raise OutputError(f"--output {out} cannot be written ({exc.strerror or exc})") from None
+
+
+def check_remote(out: str, seconds: float = REMOTE_ANSWER_SECONDS) -> None:
+    """`check_remote_owned`, then `probe_remote`, refused with one sentence when the store has not
+    answered within `seconds` (a store's client retries an unreachable host for minutes)."""
+    failed: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            check_remote_owned(out)
+            probe_remote(out)
+        except BaseException as exc:  # handed to the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=check, name="output-check", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise OutputError(f"--output {out} cannot be reached (no answer in {seconds:g} s: check the address, the network "
+                          "and the credentials)")
+    if failed:
+        raise failed[0]
 
 
 def probe_remote(out: str) -> None:

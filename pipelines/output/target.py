@@ -42,8 +42,7 @@ class OutputTarget:
         """Check, lock and prepare the output; raise `OutputError` (or `UsageError`) with one sentence."""
         preflight.check_output_name(self.out)
         if not self.local:
-            preflight.check_remote_owned(self.out)
-            preflight.probe_remote(self.out)
+            preflight.check_remote(self.out)
             self.staging = remote_output.new_staging(self.out)
             self._staged = True
             return
