@@ -1,7 +1,8 @@
 """The tests' Google fakes: small Go programs of the repository (`tools/fakes/`), built once.
 
 `gcs`: an in-memory Cloud Storage (the library of fake-gcs-server), reached through
-`STORAGE_EMULATOR_HOST` by Beam's own gs:// file system. Each is built
+`STORAGE_EMULATOR_HOST` by Beam's own gs:// file system; `pubsub`: an in-memory Pub/Sub (the `pstest`
+package of Google's Go client), reached through `PUBSUB_EMULATOR_HOST`. Each is built
 with the Go toolchain into `~/.cache/footprint-audit/go/bin` (or `$FOOTPRINT_AUDIT_GO_BIN`) when it
 is missing or older than its source; without Go the tests that need them are skipped, saying so
 (`.ci/run` builds them, so CI runs them).
