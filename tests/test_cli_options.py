@@ -35,6 +35,10 @@ def test_a_mistyped_option_is_a_usage_error_naming_it_with_a_close_match(tmp_pat
     (["--no-such-flag"], "unknown option --no-such-flag"),
     (["stray"], "unexpected argument 'stray'"),
     (["--direct_num_workers=many"], "--direct_num_workers: invalid int value: 'many'"),
+    (["--workers", "0"], "argument --workers: 0 is not a whole number of 1 or more"),
+    (["--shards", "-1"], "argument --shards: -1 is not a whole number of 0 or more"),
+    (["--max-event-bytes", "0"], "argument --max-event-bytes: 0 is not a whole number of 1 or more"),
+    (["--spill-partition-bytes", "lots"], "argument --spill-partition-bytes: lots is not a whole number of 1 or more"),
 ])
 def test_other_arguments_neither_this_tool_nor_beam_takes_are_refused(tmp_path, inp, args, words):
     said = one_sentence(reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), *args), 2)

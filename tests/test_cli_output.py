@@ -342,6 +342,17 @@ def test_a_summary_json_that_cannot_be_written_is_refused_before_the_job_runs(tm
     assert sorted(os.listdir(tmp_path / "a-folder")) == []
 
 
+def test_a_summary_json_in_a_folder_the_publish_replaces_is_refused(tmp_path, small_input):
+    out = tmp_path / "out"
+    assert reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet").returncode == 0
+    previous = tree_bytes(out)
+    for folder in ("readings", "manifest", "_staging"):
+        summary = out / folder / "s.json"
+        said = one_sentence(reassess_cli("--input", str(small_input), "--output", str(out), "--summary-json", str(summary)), 2)
+        assert said == f"footprint-audit reassess: --summary-json {summary} is in --output's {folder}/, which the job replaces: give a path outside it"
+        assert tree_bytes(out) == previous
+
+
 def test_a_summary_json_that_fails_as_it_is_written_fails_the_job_and_publishes_nothing(tmp_path, big_input, small_input, tmpfs):
     # Exit 1 says the previous tables are kept: the summary's JSON is written before the tables are published.
     out = tmp_path / "out"

@@ -17,12 +17,15 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
+from footprint_audit.pipelines.inputs import is_local
 from footprint_audit.pipelines.launch import OutputError, UsageError
 from footprint_audit.schemas.tables import TABLES
 
+from .manifest import MANIFEST_TABLE
 from .ownership import MARKER, check_owned
+from .publish import STAGING
 
-__all__ = ["check_output_name", "prepare_local", "probe_local", "check_remote"]
+__all__ = ["check_outside_tables", "check_output_name", "prepare_local", "probe_local", "check_remote"]
 
 _PROBE = b"footprint-audit write probe\n"
 REMOTE_ANSWER_SECONDS = 30  # a store that has not answered by then is refused (its client would retry for minutes)
@@ -32,6 +35,17 @@ def check_output_name(out: str) -> None:
     """Raise `UsageError` for an output that names no folder."""
     if not out.strip():
         raise UsageError("--output is empty: name the folder the tables go to")
+
+
+def check_outside_tables(path: str, out: str, flag: str) -> None:
+    """Raise `UsageError` when the file `path` would be in a folder of a local `out` that a publish replaces."""
+    if not is_local(out):
+        return
+    inside = os.path.realpath(path)
+    for folder in (*TABLES, MANIFEST_TABLE, STAGING):
+        replaced = os.path.realpath(os.path.join(out, folder))
+        if os.path.commonpath([inside, replaced]) == replaced:
+            raise UsageError(f"{flag} {path} is in --output's {folder}/, which the job replaces: give a path outside it")
 
 
 def prepare_local(out: str, staging_name: str) -> None:

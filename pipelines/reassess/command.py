@@ -50,7 +50,7 @@ import json
 import os
 import shutil
 import sys
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -65,7 +65,7 @@ from footprint_audit.pipelines.launch import (
 from footprint_audit.pipelines.local_runner import LocalPlan, Plan, WorkerPool, runner_options, worker_count
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
 from footprint_audit.pipelines.output import (
-    OutputTarget, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
+    OutputTarget, check_outside_tables, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
     summary_figures,
 )
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
@@ -108,7 +108,7 @@ def _parser() -> FlagParser:
                    help="a file, a folder or a glob (** for any depth); repeat for more")
     p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
-    p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES,
+    p.add_argument("--max-event-bytes", type=_positive, default=DEFAULT_MAX_EVENT_BYTES,
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
     p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
@@ -116,7 +116,7 @@ def _parser() -> FlagParser:
                         "partition of more than N bytes split again before it is joined in memory (peak memory "
                         "follows N, not the input); the writer sorts a table file's rows in memory up to 4 × N, "
                         "and a larger file's in sorted runs of 4 × N merged from local disk; default 64 MiB")
-    p.add_argument("--shards", type=int, default=0, help="readings files to write (default: by input size)")
+    p.add_argument("--shards", type=_at_least(0), default=0, help="readings files to write (0, the default: by input size)")
     p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
                    help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
                         "readings/ended_date=YYYY-MM-DD/part-….parquet")
@@ -135,12 +135,22 @@ def _parser() -> FlagParser:
     return p
 
 
-def _positive(text: str) -> int:
-    """A positive whole number (argparse turns the ValueError into a usage message, exit 2)."""
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of `minimum` or more, else one sentence (exit 2)."""
+
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is not a whole number of {minimum} or more")
+        return value
+
+    return whole
+
+
+_positive = _at_least(1)
 
 
 def build_pipeline(
@@ -224,15 +234,13 @@ def run(argv: list[str] | None = None) -> int:
     out = args.output
     try:
         check_beam_args(beam_args, parser.long_flags)
-        if args.max_event_bytes < 1:
-            raise UsageError(f"--max-event-bytes {args.max_event_bytes}: give a number of bytes above 0")
         declarations = load_declarations(args.declarations)
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
         FileSystems.set_options(PipelineOptions(beam_args))
         check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
         if args.summary_json is not None:
-            _check_writable(args.summary_json)
+            _check_writable(args.summary_json, out)
         if args.incremental:
             if args.partition_by:
                 raise UsageError("--incremental and --partition-by cannot be used together yet: "
@@ -412,9 +420,11 @@ def literal_pattern(path: str) -> str:
     return glob.escape(path) if glob.has_magic(path) else path
 
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, out: str) -> None:
     """Refuse (`UsageError`) a `--summary-json` path that cannot be written, before the job runs: it is
-    opened for appending (a file already there is left as it was; one made by this check is removed)."""
+    opened for appending (a file already there is left as it was; one made by this check is removed).
+    A path in a folder the publish replaces (a table's, the staging) is refused too: it would vanish."""
+    check_outside_tables(path, out, "--summary-json")
     existed = os.path.lexists(path)
     try:
         with open(path, "ab"):
