@@ -38,6 +38,9 @@ MANIFEST = pa.schema(
         pa.field("max_event_bytes", pa.int64()),
         # Not read: the same bytes as this source file, which is (a `duplicate-file` dead letter). Null: read.
         pa.field("duplicate_of", pa.string()),
+        # The file's path in one form from any working folder (local: absolute and normalised), by which
+        # `--incremental` knows it; null in outputs written before schema version 3.
+        pa.field("path", pa.string()),
     ],
     metadata={b"footprint_audit.schema_version": SCHEMA_VERSION.encode()},
 )

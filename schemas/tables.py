@@ -13,7 +13,7 @@ import pyarrow as pa
 
 #: Bumped on any change to a table below (renaming or dropping a column is breaking).
 #: 2: `readings.declarations_sha256`.
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 

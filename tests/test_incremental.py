@@ -440,6 +440,25 @@ def test_relative_and_absolute_names_of_one_file_are_one_file(tmp_path):
     assert m[str(inp / "part-001.jsonl")]["increment"] == 2
 
 
+def test_an_incremental_job_from_another_working_folder_knows_every_file_empty_ones_too(tmp_path):
+    # the same glob spelled from two folders up: nothing is new, moved or read again (an empty file
+    # has no bytes to know it by, so only its path does), and the tables stay byte for byte
+    inp = tmp_path / "a" / "b" / "in"
+    make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
+    (inp / "part-empty.jsonl").write_bytes(b"")
+    out = tmp_path / "out"
+    args = ("--output", str(out), "--incremental", "--quiet")
+    res = reassess_cli("--input", "in/*.jsonl", *args, "--no-progress", cwd=tmp_path / "a" / "b")
+    assert res.returncode == 0, res.stderr
+    before = tree_bytes(out)
+    assert [m["path"] for m in load_table(out, MANIFEST_TABLE)] == [str(p) for p in sorted(inp.iterdir())]
+    for cwd, pattern in ((tmp_path, "a/b/in/*.jsonl"), (inp, "*.jsonl")):
+        res = reassess_cli("--input", pattern, *args, cwd=cwd)
+        assert res.returncode == 0, res.stderr
+        assert "footprint-audit reassess: no new or changed input file: the output is left as it is\n" in res.stderr
+        assert tree_bytes(out) == before
+
+
 def test_another_max_event_bytes_than_the_output_was_read_with_is_refused(full, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(full, out)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from footprint_audit.pipelines.inputs import is_local
+from footprint_audit.pipelines.inputs import file_key, is_local
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE, DeadLetter
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
@@ -59,6 +59,7 @@ def manifest_row(
         "source_file": source_file, "size": size, "sha256": sha256, "increment": increment,
         "reader_version": reader_version, "declarations": declarations,
         "declarations_file": declarations_file, "max_event_bytes": max_event_bytes, "duplicate_of": duplicate_of,
+        "path": file_key(source_file),
     }
 
 

@@ -166,6 +166,12 @@ def _runs_by_file(out: str) -> dict[str, set[str]]:
     return found
 
 
+def path_of(row: dict) -> str:
+    """A manifest row's file as `inputs.file_key` spells it: its `path`, recorded from the working folder
+    it was read in (an output written before schema version 3: its name, from this one)."""
+    return row.get("path") or file_key(row["source_file"])
+
+
 def plan_increment(manifest: list[dict], names: list[str], hash_of: Callable[[str], str | None],
                    sizes: dict[str, int]) -> Plan:
     """Which inputs are new or changed. A file is known by its path however it is spelled
@@ -173,7 +179,7 @@ def plan_increment(manifest: list[dict], names: list[str], hash_of: Callable[[st
     whose bytes it has read is not read again, as the file moved there when the file read is gone
     (`moved`), else as a duplicate of it (`duplicates`, a dead letter); of new inputs with the same
     bytes the first by name is read and the others are its duplicates."""
-    seen = {file_key(r["source_file"]): r for r in manifest}
+    seen = {path_of(r): r for r in manifest}
     plan = Plan(increment=max((r["increment"] for r in manifest), default=0) + 1, manifest=manifest)
     unknown = []
     for name in names:
@@ -189,17 +195,19 @@ def plan_increment(manifest: list[dict], names: list[str], hash_of: Callable[[st
     leaving = plan.replaced  # read again now: their earlier bytes leave the output
     # A duplicate read before whose file read is changed now holds bytes the output no longer has: read it.
     plan.changed += [n for n in names if n not in plan.changed and seen.get(file_key(n), {}).get("duplicate_of") in leaving]
-    holders: dict[str, str] = {}  # sha256 -> the file read before with those bytes, still in the output
+    holders: dict[str, dict] = {}  # sha256 -> the file read before with those bytes, still in the output
     for r in sorted(manifest, key=lambda r: r["source_file"]):
         if r["sha256"] and r["size"] and r["duplicate_of"] is None and r["source_file"] not in leaving:
-            holders.setdefault(r["sha256"], r["source_file"])
+            holders.setdefault(r["sha256"], r)
     listed = {file_key(n) for n in names}
     for name in sorted([*unknown, *plan.changed]):  # a changed file may now hold another file's bytes
-        held = holders.get(plan.hashes[name] or "") if sizes[name] else None
-        if held is None:
+        holder = holders.get(plan.hashes[name] or "") if sizes[name] else None
+        if holder is None:
             if name in unknown:
                 plan.new.append(name)
-        elif name in plan.changed or file_key(held) in listed or os.path.lexists(held) or held in plan.moved.values():
+            continue
+        held = holder["source_file"]
+        if name in plan.changed or path_of(holder) in listed or os.path.lexists(path_of(holder)) or held in plan.moved.values():
             plan.duplicates[name] = held
         else:
             plan.moved[name] = held
@@ -228,12 +236,14 @@ def pull_in(out: str, plan: Plan, runs_read: set[str], names: list[str]) -> list
             grew = True
     # A file read before is read again from the inputs (under any spelling of its path, or where it
     # moved to), or else where the tables name it.
+    paths = {r["source_file"]: path_of(r) for r in plan.manifest}
     inputs = {file_key(name): name for name in names}
-    inputs.update((file_key(source), name) for name, source in plan.moved.items())
+    inputs.update((paths.get(source, file_key(source)), name) for name, source in plan.moved.items())
     found = []
     for source in sorted(pulled):
-        name = inputs.get(file_key(source), source)
-        if name == source and name not in names and not os.path.isfile(name):
+        where = paths.get(source, file_key(source))  # its name when that still leads there, else its path
+        name = inputs.get(where, source if file_key(source) == where else where)
+        if name not in names and not os.path.isfile(name):
             raise UsageError(
                 f"{source} holds a run that the files read now hold too, and is no longer there to be read "
                 "again: give it (under any name) with --input, or run without --incremental"
