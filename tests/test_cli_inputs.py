@@ -61,6 +61,20 @@ def test_a_file_name_that_is_not_utf8_is_read_and_named_by_its_escaped_bytes(tmp
     assert_accounted(tmp_path / "out", [str(inp / "good.jsonl"), shown])
 
 
+def test_a_name_with_a_byte_that_is_not_utf8_and_one_spelling_its_escape_stay_two_files(tmp_path):
+    # `run-\xff.jsonl` with the byte 0xff, and one whose name is those 14 characters: two names in the tables
+    inp = tmp_path / "in"
+    run_file(Path(os.fsdecode(os.fsencode(inp) + b"/run-\xff.jsonl")), "r-byte")
+    run_file(inp / "run-\\xff.jsonl", "r-text")
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet")
+    ok(res)
+    runs = {r["run_id"]: r["source_file"] for r in load_table(tmp_path / "out", "runs")}
+    assert runs == {"r-byte": f"{inp}/run-\\xff.jsonl", "r-text": f"{inp}/run-\\\\xff.jsonl"}
+    readings = sorted((r["run_id"], r["source_file"]) for r in load_table(tmp_path / "out", "readings"))
+    assert readings == sorted([*runs.items()] * 2)  # two calls each, none invented
+    assert_accounted(tmp_path / "out", sorted(runs.values()))
+
+
 @pytest.mark.parametrize("how", ["folder", "glob"])
 def test_links_to_folders_are_never_followed_so_loops_and_repeats_read_each_file_once(tmp_path, how):
     inp = tmp_path / "in"

@@ -9,7 +9,8 @@ Role: `UsageError` is a mistake in how a job was called (exit code 2);
 
 from __future__ import annotations
 
-import os
+
+from footprint_audit.schemas.names import source_name
 
 __all__ = ["UsageError", "OutputError", "failure_sentence", "display_name"]
 
@@ -27,13 +28,8 @@ class OutputError(Exception):
 
 
 def display_name(path: str) -> str:
-    """`path` as the tables and sentences show it: itself, or (not UTF-8) its bytes with the invalid
-    ones escaped."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(path).decode("utf-8", "backslashreplace")
-    return path
+    """`path` as the tables and sentences show it (`schemas.tables.source_name`)."""
+    return source_name(path)
 
 
 def failure_sentence(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from footprint_audit.schemas.events import Event, SourceFile
+from footprint_audit.schemas.names import source_name
 from footprint_audit.transforms.calls import RunCounts
 from footprint_audit.transforms.process import Progress, tune_gc
 
@@ -100,7 +101,7 @@ def _input_file(item: str | tuple[bytes, int]) -> tuple[str, str | None, int | N
         return item, None, None
     raw, size = item
     path = os.fsdecode(raw)
-    shown = raw.decode("utf-8", "backslashreplace")
+    shown = source_name(raw)
     return shown, (path if shown != path else None), size
 
 
