@@ -108,6 +108,19 @@ def test_tables_this_tool_did_not_write_are_refused_never_deleted(tmp_path, smal
     assert sorted(os.listdir(out)) == sorted([table, "notes.txt"])
 
 
+def test_a_streams_output_is_refused_as_a_streams_never_touched(tmp_path):
+    out = tmp_path / "out"
+    stream = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source",
+                             f"file://{ROOT}/examples/recordings/stream/**", "--output", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert stream.returncode == 0, stream.stderr
+    before = tree_bytes(out)
+    said = one_sentence(reassess_cli("--input", str(ROOT / "examples" / "recordings"), "--output", str(out)), 2)
+    assert said == (f"footprint-audit reassess: --output {out} holds a stream's tables (readings/window=…/): "
+                    "`stream` and `compact` write them; give `reassess` another --output")
+    assert tree_bytes(out) == before
+
+
 def test_the_marker_says_this_tool_wrote_the_tables_and_a_rerun_replaces_only_them(tmp_path, small_input):
     out = tmp_path / "out"
     out.mkdir()

@@ -14,12 +14,14 @@ Role:    - the marker `OUT/_FOOTPRINT_AUDIT` says this tool wrote the folder's
 from __future__ import annotations
 
 import errno
+import glob
 import fcntl
 import json
 import os
 import socket
 from pathlib import Path
 
+from footprint_audit.pipelines.inputs import is_local
 from footprint_audit.pipelines.launch import OutputError
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.schemas.tables import TABLES
@@ -148,6 +150,9 @@ def check_owned(out: str, found: list[str] | None = None, owned: bool | None = N
         found = [table for table in (*TABLES, MANIFEST_TABLE) if os.path.lexists(os.path.join(out, table))]
     if owned is None:
         owned = os.path.isfile(os.path.join(out, MARKER))
+    if found and not owned and is_local(out) and glob.glob(os.path.join(glob.escape(out), "readings", "window=*")):
+        raise OutputError(f"--output {out} holds a stream's tables (readings/window=…/): `stream` and `compact` write "
+                          "them; give `reassess` another --output", exit_code=2)
     if found and not owned:
         names = ", ".join(f"{t}/" for t in found)
         raise OutputError(
