@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from footprint_audit.pipelines.launch import install, interrupted_exit, raise_on_terminate
+from footprint_audit.pipelines.launch import install, interrupted_exit, raise_on_terminate, stop_signal_taken
 
 USAGE = """usage: footprint-audit COMMAND [options]
 
@@ -64,15 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from footprint_audit.pipelines.diff import run
         return run(rest)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
-        print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
-        return interrupted_exit(exc)
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         except OSError:
             pass
         return 0
+    except (KeyboardInterrupt, Exception) as exc:
+        # Ctrl-C, SIGTERM or SIGHUP (`interrupts.Terminated`), or after one, the interrupt as a library
+        # raised it (DuckDB's "Query interrupted")
+        if not isinstance(exc, KeyboardInterrupt) and stop_signal_taken() is None:
+            raise
+        print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
+        return interrupted_exit(exc) if isinstance(exc, KeyboardInterrupt) else 128 + (stop_signal_taken() or 0)
 
 
 if __name__ == "__main__":

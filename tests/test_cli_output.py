@@ -294,7 +294,8 @@ def _session_gone(sid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc to see Beam's imports begin")
 @pytest.mark.parametrize("moment", ["imports", "lock"])
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["ctrl-c", "sigterm", "sighup"])
 def test_ctrl_c_or_sigterm_as_the_job_starts_is_one_line_and_leaves_nothing(tmp_path, big_input, moment, signum, code):
     # While Beam is imported (the first second or two), or as the output is locked and staged,
     # before the job's own handler is set: the same line and exit code as later, and no lock or
@@ -315,7 +316,8 @@ def test_ctrl_c_or_sigterm_as_the_job_starts_is_one_line_and_leaves_nothing(tmp_
     assert not out.exists() or os.listdir(out) == []
 
 
-def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, big_input, small_input):
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"])
+def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, big_input, small_input, signum, code):
     out = tmp_path / "out"
     res = reassess_cli("--input", str(small_input), "--output", str(out), "--no-progress", "--quiet")
     assert res.returncode == 0, res.stderr
@@ -323,7 +325,7 @@ def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, b
     p = _job(big_input, out, "--workers", "2")
     try:
         assert _wait_for(lambda: any((out / STAGING).glob("*/" + ownership.OWNER)), p), "the job never started"
-        os.kill(p.pid, signal.SIGTERM)  # `kill PID`: the launcher alone
+        os.kill(p.pid, signum)  # `kill PID`, or its terminal closed: the launcher alone
         _, err = p.communicate(timeout=120)
         deadline = time.monotonic() + 120
         while not _session_gone(p.pid) and time.monotonic() < deadline:
@@ -333,7 +335,7 @@ def test_sigterm_mid_job_cleans_up_like_ctrl_c_and_the_next_job_runs(tmp_path, b
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert p.returncode == 143, err[-3000:]
+    assert p.returncode == code, err[-3000:]
     assert err.strip() == "footprint-audit reassess: interrupted; nothing was published"
     assert tree_bytes(out) == previous  # no lock, no staging, the previous tables whole
     finished(out)

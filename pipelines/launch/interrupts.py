@@ -1,11 +1,12 @@
-"""Ctrl-C or SIGTERM during a job: stop at once, say so in one line, leave nothing half-made.
+"""Ctrl-C, SIGTERM or SIGHUP during a job: stop at once, say so in one line, leave nothing half-made.
 
 Pattern: context managers and handlers around the launcher's phases (main thread only).
 Role:    SIGTERM (`kill`, a service manager, a CI job's timeout) stops a command as Ctrl-C
          (SIGINT) does, with exit code 128 + the signal's number (130 for Ctrl-C, 143 for
-         SIGTERM), as a shell reports a process the signal ended. From the command line's
-         start (`raise_on_terminate`), SIGTERM raises `Terminated`, a `KeyboardInterrupt`, so
-         the code that handles Ctrl-C handles both. While the pipeline runs, either signal
+         SIGTERM, 129 for SIGHUP: a closed terminal, a dropped ssh), as a shell reports a
+         process the signal ended. From the command line's start (`raise_on_terminate`), SIGTERM
+         and SIGHUP raise `Terminated`, a `KeyboardInterrupt`, so the code that handles Ctrl-C
+         handles all three; below, "both" is all three. While the pipeline runs, either signal
          runs the job's clean-up (its staging folder removed, its lock released), prints one
          line and ends the process at once, without waiting for Beam's workers to wind down
          (their tracebacks would follow). While the tables are being published (a few
@@ -31,36 +32,53 @@ __all__ = [
     "raise_on_terminate",
     "ignore_stop_signals",
     "interrupted_exit",
+    "stop_signal_taken",
     "Terminated",
     "STOP_SIGNALS",
 ]
 
-#: The signals that stop a command: Ctrl-C and SIGTERM.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals that stop a command: Ctrl-C, SIGTERM and SIGHUP.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread where Python raises `KeyboardInterrupt` for Ctrl-C."""
+    """SIGTERM or SIGHUP, raised in the main thread where Python raises `KeyboardInterrupt` for Ctrl-C."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
 
 
 def interrupted_exit(exc: BaseException) -> int:
-    """The exit code of a command stopped by `exc`: 143 for SIGTERM (`Terminated`), else 130."""
-    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    """The exit code of a command stopped by `exc`: 128 + its signal's number (130 for Ctrl-C)."""
+    return 128 + (exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
 
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _raise_terminated(_signum: int, _frame: object) -> None:
-    raise Terminated()
+_TAKEN: list[int] = []  # the stop signals this process has taken, in order
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    _TAKEN.append(signum)
+    raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def raise_on_terminate() -> None:
-    """From now on SIGTERM raises `Terminated` in this process (main thread only), as Ctrl-C raises
-    `KeyboardInterrupt`: the launcher's clean-up (`finally`, `except KeyboardInterrupt`) runs for both."""
+    """From now on SIGTERM and SIGHUP raise `Terminated` in this process (main thread only), as Ctrl-C
+    raises `KeyboardInterrupt`: the launcher's clean-up (`finally`, `except KeyboardInterrupt`) runs for all.
+    Each is noted too (`stop_signal_taken`): a library that catches the exception raises its own."""
     if _main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _raise_terminated)
+
+
+def stop_signal_taken() -> int | None:
+    """The first stop signal this process took since `raise_on_terminate`, if any: an error raised
+    after it is the interrupt as a library reports it (DuckDB's "Query interrupted")."""
+    return _TAKEN[0] if _TAKEN else None
 
 
 def ignore_stop_signals() -> None:
