@@ -106,6 +106,38 @@ def test_three_batches_give_the_rows_of_one_full_run(full, batched):
     assert [n for n in names if n.startswith(increment_prefix(1))], names
 
 
+def partitioned_rows(out: Path, table: str) -> Counter:
+    """A table's rows with the partition folder each is in (Hive's `ended_date`), as a multiset."""
+    import pyarrow.dataset as ds
+
+    rows = ds.dataset(out / table, format="parquet", partitioning="hive").to_table().to_pylist()
+    return Counter(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def test_a_daily_partitioned_incremental_job_three_days_in_a_row_gives_one_full_runs_tables(tmp_path):
+    # the documented daily workflow (docs/workflows.md): each day's files added with --incremental
+    # --partition-by ended_date, a call read again moving between day folders as a full run puts it
+    full, daily = tmp_path / "full", tmp_path / "daily"
+    assert job(full, ["examples/recordings/**"], "--partition-by", "ended_date") == 0
+    for day in BATCHES:
+        assert job(daily, day, "--incremental", "--partition-by", "ended_date") == 0
+    for table in TABLES:
+        assert partitioned_rows(daily, table) == partitioned_rows(full, table), table
+    days = sorted(p.name for p in (daily / "readings").iterdir())
+    assert days == sorted(p.name for p in (full / "readings").iterdir()) and len(days) > 2, days
+    # the layout is the output's: an increment without the flag, or a flat output with it, is one sentence
+    said = one_sentence(reassess_cli("--input", "examples/recordings/**", "--output", str(daily), "--incremental",
+                                     "--declarations", DECLARATIONS), 2)
+    assert said.endswith(f"--output {daily} holds readings partitioned by ended_date: give --partition-by ended_date "
+                         "with --incremental")
+    flat = tmp_path / "flat"
+    assert job(flat, BATCHES[0], "--incremental") == 0
+    said = one_sentence(reassess_cli("--input", "examples/recordings/**", "--output", str(flat), "--incremental",
+                                     "--partition-by", "ended_date", "--declarations", DECLARATIONS), 2)
+    assert said.endswith(f"--output {flat} holds flat readings: run --incremental without --partition-by, or "
+                         "re-assess in full with --partition-by ended_date")
+
+
 def test_a_run_split_over_an_old_and_a_new_file_is_read_whole(tmp_path):
     """The stream's run: part-1 alone gives calls without their ends; with part-2 added they are read whole."""
     out = tmp_path / "out"
@@ -199,11 +231,11 @@ def test_refusals_are_one_sentence_and_exit_2(full, tmp_path):
     # A remote output: refused before it is touched.
     said = one_sentence(reassess_cli("--input", inp, "--output", "gs://footprint-audit-no-such-bucket/out", "--incremental"), 2)
     assert "--incremental needs a local --output" in said
-    # With --partition-by (its partition folders are not yet kept by an increment).
+    # With --partition-by on a flat output (its layout is kept: a partitioned output is added to with it).
     before = tree_bytes(same)
-    said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental",
-                                     "--partition-by", "ended_date"), 2)
-    assert "--incremental and --partition-by" in said and tree_bytes(same) == before
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental", "--declarations",
+                                     DECLARATIONS, "--partition-by", "ended_date"), 2)
+    assert "holds flat readings" in said and tree_bytes(same) == before
 
 
 def test_a_run_whose_earlier_file_is_gone_is_refused(tmp_path):

@@ -242,9 +242,6 @@ def run(argv: list[str] | None = None) -> int:
         if args.summary_json is not None:
             _check_writable(args.summary_json, out)
         if args.incremental:
-            if args.partition_by:
-                raise UsageError("--incremental and --partition-by cannot be used together yet: "
-                                 "re-assess a partitioned output in full")
             incremental.check_local(out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
@@ -262,7 +259,7 @@ def run(argv: list[str] | None = None) -> int:
         if args.incremental:  # refused before anything is read: an output of another kind, other declarations
             try:
                 args.manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION,
-                                                         args.max_event_bytes)
+                                                         args.max_event_bytes, args.partition_by)
             except UsageError as exc:
                 _say(str(exc))
                 return 2

@@ -48,7 +48,7 @@ from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.pipelines.output import duplicates_of, read_manifest
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
-from footprint_audit.schemas.tables import TABLES
+from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms.write import write_arrow_file
 
 __all__ = ["Plan", "plan_increment", "check_local", "check_output", "read_increment", "pull_in", "runs_in",
@@ -115,11 +115,26 @@ def check_local(out: str) -> None:
         raise UsageError(f"--incremental needs a local --output (this one is {out}): run without --incremental")
 
 
-def check_output(out: str, declarations_json: str, reader_version: str, max_event_bytes: int) -> list[dict]:
+def _layout(out: str) -> str | None:
+    """The `--partition-by` key the published tables were written with (None: flat)."""
+    for key, (table, _column) in PARTITION_KEYS.items():
+        if any(p.is_dir() for p in (Path(out) / table).glob(f"{key}=*")):
+            return key
+    return None
+
+
+def check_output(out: str, declarations_json: str, reader_version: str, max_event_bytes: int,
+                 partition_by: str | None = None) -> list[dict]:
     """The manifest of an output an incremental job may add to; `UsageError` (one sentence) otherwise."""
     check_local(out)
     if any(p.is_dir() and p.name.startswith("window=") for t in TABLES for p in (Path(out) / t).glob("window=*")):
         raise UsageError(f"--output {out} holds a stream's tables: --incremental adds only to the output of reassess")
+    layout = _layout(out)
+    if layout != partition_by and _holds_rows(out):
+        raise UsageError(
+            f"--output {out} holds readings partitioned by {layout}: give --partition-by {layout} with --incremental"
+            if layout else f"--output {out} holds flat readings: run --incremental without --partition-by, or "
+            f"re-assess in full with --partition-by {partition_by}")
     try:
         rows = read_manifest(out) or []
     except Exception as exc:  # a damaged or foreign file
@@ -281,7 +296,7 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
         target.mkdir(parents=True, exist_ok=True)
         for f in _table_files(out, table):
             name = f.relative_to(Path(out) / table)
-            if len(name.parts) > 1:  # check_output refused nested (stream) folders
+            if len(name.parts) > 2 or (len(name.parts) == 2 and "=" not in name.parts[0]):  # a partition's folder
                 raise UsageError(f"--output {out} holds {table}/{name}, not a file reassess wrote")
             meta = pq.read_metadata(f)
             if meta.num_rows == 0:
@@ -292,11 +307,12 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
                 dropped = pc.sum(drop).as_py() or 0
             else:
                 dropped = 0
-            if not dropped:
-                _link_or_copy(f, target / name)
-                continue
             counts["dropped"] += dropped
             if dropped == meta.num_rows:
+                continue
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            if not dropped:
+                _link_or_copy(f, target / name)
                 continue
             kept = pq.read_table(f).filter(pc.invert(drop))
             write_arrow_file(str(target / name), kept)
@@ -304,7 +320,9 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
             rows = pq.read_metadata(f).num_rows
             if rows:
                 counts["added"] += rows
-                os.replace(f, target / f"{prefix}{f.name}")
+                folder = target / f.parent.relative_to(Path(pass_dir) / table)
+                folder.mkdir(parents=True, exist_ok=True)
+                os.replace(f, folder / f"{prefix}{f.name}")
     shutil.rmtree(pass_dir, ignore_errors=True)
     return counts
 
