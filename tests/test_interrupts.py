@@ -1,4 +1,8 @@
-"""`report` and `diff` stopped by Ctrl-C, SIGTERM or SIGHUP at many moments: one line, 128 + the signal.
+"""`reassess`, `report` and `diff` stopped by Ctrl-C, SIGTERM or SIGHUP at many moments.
+
+`reassess`: exit 0 and its tables published go together, and an interrupted job's code (128 + the
+signal) with the previous output as it was; a signal after the publish began finds the job done.
+`report` and `diff`: one line, 128 + the signal.
 
 The signal lands at a moment stepped through the command's run (from Arrow's load on), so it
 meets the imports, a query DuckDB runs (which reports it as its own "Query interrupted" error)
@@ -9,17 +13,21 @@ own death, as a shell reports it): a traceback, or any other code, is a miss.
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, reassess_cli
+from helpers import ROOT, reassess_cli, tree_bytes
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+LINE = "footprint-audit {}: interrupted; nothing was published\n"
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +69,58 @@ def test_a_signal_at_any_moment_of_report_or_diff_is_one_line_and_its_exit_code(
                 p.kill()
                 p.wait()
         landed += 1
-        if p.returncode == -signum:  # in the interpreter's last instants, the signal's own death
-            assert err == "", err
-            continue
-        assert (p.returncode, err) == (128 + signum, f"footprint-audit {command}: interrupted; nothing was published\n"), \
-            f"step {step}, signal {signum}"
+        # a shell shows 128 + n for a process the signal itself ended, too (in the interpreter's first or
+        # last instants, with no line)
+        assert p.returncode in (128 + signum, -signum), f"step {step}: {p.returncode} {err!r}"
+        assert err in (LINE.format(command), "" if p.returncode < 0 else None), f"step {step}: {p.returncode} {err!r}"
     assert landed >= 6, "the command ended before most signals: too few moments tried"
+
+
+def _reassess(out: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input",
+                             str(ROOT / "examples" / "recordings" / "synthetic"), "--output", str(out), "--no-progress",
+                             "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_signal_at_any_moment_of_reassess_gives_0_and_the_tables_or_its_code_and_nothing(out, tmp_path):
+    # exit 0 and the new tables published go together; an interrupted job's code goes with the
+    # previous output as it was (no lock, no staging); before Python runs, the signal's own death
+    new = tmp_path / "new"
+    assert _reassess(new).wait(timeout=300) == 0
+    published, previous = tree_bytes(new), tree_bytes(out)
+    outcomes: Counter = Counter()
+    for step in range(20):
+        work = tmp_path / f"work-{step}"
+        shutil.copytree(out, work)
+        signum = SIGNALS[step % 3]
+        p = _reassess(work)
+        try:
+            if step == 19:  # the commit point: the publish has begun renaming files in
+                first = os.stat(work / "readings" / "part-00000-of-00001.parquet").st_ino
+                deadline = time.monotonic() + 300
+                while p.poll() is None and time.monotonic() < deadline:
+                    try:
+                        if os.stat(work / "readings" / "part-00000-of-00001.parquet").st_ino != first:
+                            break
+                    except OSError:
+                        break  # between the removal of the old file and the rename of the new one
+                    time.sleep(0.001)
+            else:
+                time.sleep(0.2 * step)
+            if p.poll() is None:
+                p.send_signal(signum)
+            _, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if p.returncode == 0:
+            assert (err, tree_bytes(work)) == ("", published), f"step {step}: {err!r}"
+            outcomes["published"] += 1
+        else:  # a shell shows 128 + n for a process the signal itself ended, too (before Python ran)
+            assert p.returncode in (128 + signum, -signum), f"step {step}: {p.returncode} {err!r}"
+            assert err in (LINE.format("reassess"), "" if p.returncode < 0 else None), f"step {step}: {p.returncode} {err!r}"
+            assert tree_bytes(work) == previous, f"step {step}"
+            outcomes["interrupted"] += 1
+        shutil.rmtree(work)
+    assert outcomes["interrupted"] >= 3 and outcomes["published"] >= 1, outcomes

@@ -9,8 +9,9 @@ Role:    SIGTERM (`kill`, a service manager, a CI job's timeout) stops a command
          handles all three; below, "both" is all three. While the pipeline runs, either signal
          runs the job's clean-up (its staging folder removed, its lock released), prints one
          line and ends the process at once, without waiting for Beam's workers to wind down
-         (their tracebacks would follow). While the tables are being published (a few
-         renames), both are ignored, so a publish is never cut in half: the job finishes it.
+         (their tracebacks would follow). From the publish on (a few renames: the commit
+         point, `committed`) all are ignored to the process's end: a publish is never cut in
+         half, and exit code 0 and a published output always go together.
          Where a step and the note of it must not be parted (the lock taken and kept, a
          staging folder made and recorded), both wait until it is done (`deferred_interrupts`).
          The worker processes ignore both (`ignore_stop_signals`): the launcher stops the job.
@@ -28,6 +29,7 @@ from typing import Any, Callable, Iterator
 __all__ = [
     "stop_on_interrupt",
     "held_interrupts",
+    "committed",
     "deferred_interrupts",
     "raise_on_terminate",
     "ignore_stop_signals",
@@ -59,6 +61,7 @@ def _main_thread() -> bool:
 
 
 _TAKEN: list[int] = []  # the stop signals this process has taken, in order
+_OWNED: list[bool] = []  # true once a command line owns this process's signals (`raise_on_terminate`)
 
 
 def _raise_terminated(signum: int, _frame: object) -> None:
@@ -71,6 +74,7 @@ def raise_on_terminate() -> None:
     raises `KeyboardInterrupt`: the launcher's clean-up (`finally`, `except KeyboardInterrupt`) runs for all.
     Each is noted too (`stop_signal_taken`): a library that catches the exception raises its own."""
     if _main_thread():
+        _OWNED.append(True)
         for signum in STOP_SIGNALS:
             signal.signal(signum, _raise_terminated)
 
@@ -117,6 +121,21 @@ def held_interrupts() -> Iterator[None]:
         yield
         return
     with _handled_by(signal.SIG_IGN):
+        yield
+
+
+@contextmanager
+def committed() -> Iterator[None]:
+    """The block is the job's commit point (its publish): stop signals are ignored from its start, and,
+    in a process a command line owns, to the process's end, so that exit code 0 and a published
+    output always go together (a signal after the commit found the job done: before, it was the
+    signal's own exit code, 143 with the tables published). Elsewhere (a test calling the command
+    in its own process) only within the block."""
+    if _OWNED and _main_thread():
+        ignore_stop_signals()
+        yield
+        return
+    with held_interrupts():
         yield
 
 

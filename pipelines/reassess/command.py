@@ -60,7 +60,7 @@ from footprint_audit.pipelines import version
 from footprint_audit.pipelines.flink import cached_job_server, runner_of
 from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_inputs, file_key
 from footprint_audit.pipelines.launch import (
-    OutputError, UsageError, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
+    OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
 )
 from footprint_audit.pipelines.local_runner import LocalPlan, Plan, WorkerPool, runner_options, worker_count
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
@@ -369,7 +369,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         figures = _figures(args, target.staging, target.out)
         if figures is not None and args.summary_json is not None:
             _write_json(args.summary_json, figures)
-        with held_interrupts():
+        with committed():  # from here on the job is done: a stop signal no longer stops it
             target.publish()
     except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
