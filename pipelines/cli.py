@@ -73,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Exception) as exc:
         # Ctrl-C, SIGTERM or SIGHUP (`interrupts.Terminated`), or after one, the interrupt as a library
         # raised it (DuckDB's "Query interrupted")
-        if not isinstance(exc, KeyboardInterrupt) and stop_signal_taken() is None:
+        signum = stop_signal_taken()
+        if signum is None and not isinstance(exc, KeyboardInterrupt):
             raise
         print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
-        return interrupted_exit(exc) if isinstance(exc, KeyboardInterrupt) else 128 + (stop_signal_taken() or 0)
+        return 128 + signum if signum is not None else interrupted_exit(exc)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -45,6 +46,31 @@ def _arrow_loaded(p: subprocess.Popen) -> bool:
         return False
 
 
+def _signalled(args: list[str], moment: Callable[[subprocess.Popen], None], signum: int) -> tuple[int, str] | None:
+    """The CLI run with `args`, sent `signum` once `moment(p)` returns: (exit code, stderr), or None
+    when it had finished by then (no signal sent)."""
+    p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        moment(p)
+        if p.poll() is not None:
+            p.communicate()
+            return None
+        p.send_signal(signum)
+        _, err = p.communicate(timeout=120)
+        return p.returncode, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _until(condition: Callable[[], bool], p: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while not condition() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc to see Arrow load")
 @pytest.mark.parametrize("command", ["report", "diff"])
 def test_a_signal_at_any_moment_of_report_or_diff_is_one_line_and_its_exit_code(out, tmp_path, command):
@@ -52,74 +78,53 @@ def test_a_signal_at_any_moment_of_report_or_diff_is_one_line_and_its_exit_code(
     landed = 0
     for step in range(12):
         signum = SIGNALS[step % 3]
-        p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 120
-            while not _arrow_loaded(p) and p.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.005)
-            time.sleep(0.12 * step)  # the moment: stepped through the command's run
-            if p.poll() is not None:
-                p.communicate()
-                continue  # it had finished: no signal sent
-            p.send_signal(signum)
-            _, err = p.communicate(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        # the moment: stepped through the command's run, from Arrow's load on
+        ended = _signalled(args, lambda p: (_until(lambda: _arrow_loaded(p), p), time.sleep(0.12 * step)), signum)
+        if ended is None:
+            continue
         landed += 1
+        code, err = ended
         # a shell shows 128 + n for a process the signal itself ended, too (in the interpreter's first or
         # last instants, with no line)
-        assert p.returncode in (128 + signum, -signum), f"step {step}: {p.returncode} {err!r}"
-        assert err in (LINE.format(command), "" if p.returncode < 0 else None), f"step {step}: {p.returncode} {err!r}"
+        assert code in (128 + signum, -signum), f"step {step}: {code} {err!r}"
+        assert err in (LINE.format(command), "" if code < 0 else None), f"step {step}: {code} {err!r}"
     assert landed >= 6, "the command ended before most signals: too few moments tried"
-
-
-def _reassess(out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input",
-                             str(ROOT / "examples" / "recordings" / "synthetic"), "--output", str(out), "--no-progress",
-                             "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def test_a_signal_at_any_moment_of_reassess_gives_0_and_the_tables_or_its_code_and_nothing(out, tmp_path):
     # exit 0 and the new tables published go together; an interrupted job's code goes with the
     # previous output as it was (no lock, no staging); before Python runs, the signal's own death
+    def args(folder: Path) -> list[str]:
+        return ["reassess", "--input", str(ROOT / "examples" / "recordings" / "synthetic"), "--output", str(folder),
+                "--no-progress", "--quiet"]
+
     new = tmp_path / "new"
-    assert _reassess(new).wait(timeout=300) == 0
+    assert subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args(new)], cwd=ROOT).returncode == 0
     published, previous = tree_bytes(new), tree_bytes(out)
     outcomes: Counter = Counter()
     for step in range(20):
         work = tmp_path / f"work-{step}"
         shutil.copytree(out, work)
         signum = SIGNALS[step % 3]
-        p = _reassess(work)
-        try:
-            if step == 19:  # the commit point: the publish has begun renaming files in
-                first = os.stat(work / "readings" / "part-00000-of-00001.parquet").st_ino
-                deadline = time.monotonic() + 300
-                while p.poll() is None and time.monotonic() < deadline:
-                    try:
-                        if os.stat(work / "readings" / "part-00000-of-00001.parquet").st_ino != first:
-                            break
-                    except OSError:
-                        break  # between the removal of the old file and the rename of the new one
-                    time.sleep(0.001)
-            else:
-                time.sleep(0.2 * step)
-            if p.poll() is None:
-                p.send_signal(signum)
-            _, err = p.communicate(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if p.returncode == 0:
+        table = work / "readings" / "part-00000-of-00001.parquet"
+        first = os.stat(table).st_ino
+
+        def renamed() -> bool:
+            try:
+                return os.stat(table).st_ino != first
+            except OSError:
+                return True  # between the removal of the old file and the rename of the new one
+
+        # the last moment is the commit point: the publish has begun renaming files in
+        moment = (lambda p: _until(renamed, p)) if step == 19 else (lambda p: time.sleep(0.2 * step))
+        ended = _signalled(args(work), moment, signum)
+        code, err = ended if ended is not None else (0, "")
+        if code == 0:
             assert (err, tree_bytes(work)) == ("", published), f"step {step}: {err!r}"
             outcomes["published"] += 1
         else:  # a shell shows 128 + n for a process the signal itself ended, too (before Python ran)
-            assert p.returncode in (128 + signum, -signum), f"step {step}: {p.returncode} {err!r}"
-            assert err in (LINE.format("reassess"), "" if p.returncode < 0 else None), f"step {step}: {p.returncode} {err!r}"
+            assert code in (128 + signum, -signum), f"step {step}: {code} {err!r}"
+            assert err in (LINE.format("reassess"), "" if code < 0 else None), f"step {step}: {code} {err!r}"
             assert tree_bytes(work) == previous, f"step {step}"
             outcomes["interrupted"] += 1
         shutil.rmtree(work)

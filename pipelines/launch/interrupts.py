@@ -62,6 +62,7 @@ def _main_thread() -> bool:
 
 _TAKEN: list[int] = []  # the stop signals this process has taken, in order
 _OWNED: list[bool] = []  # true once a command line owns this process's signals (`raise_on_terminate`)
+_COMMITTED: list[bool] = []  # true once such a process's job has begun its publish (`committed`)
 
 
 def _raise_terminated(signum: int, _frame: object) -> None:
@@ -132,6 +133,7 @@ def committed() -> Iterator[None]:
     signal's own exit code, 143 with the tables published). Elsewhere (a test calling the command
     in its own process) only within the block."""
     if _OWNED and _main_thread():
+        _COMMITTED.append(True)
         ignore_stop_signals()
         yield
         return
@@ -141,13 +143,14 @@ def committed() -> Iterator[None]:
 
 @contextmanager
 def _handled_by(handler: Any) -> Iterator[None]:
-    """Within the block, Ctrl-C and SIGTERM go to `handler`; their handlers before it are put back after."""
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    """Within the block, Ctrl-C and SIGTERM go to `handler`; their handlers before it are put back after
+    (after a commit, `committed`, they stay ignored)."""
+    previous = {} if _COMMITTED else {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
         for signum, before in previous.items():
-            signal.signal(signum, before)
+            signal.signal(signum, signal.SIG_IGN if _COMMITTED else before)
 
 
 @contextmanager

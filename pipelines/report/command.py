@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from footprint_audit.pipelines.launch import stop_signal_taken
 from footprint_audit.pipelines.output import build_note
 from footprint_audit.schemas.tables import TABLES
 
@@ -452,6 +453,8 @@ def run(argv: list[str] | None = None) -> int:
             write_html(summary, args.html)
             print(f"HTML report written to {clean(args.html)}")
     except ReportError as err:
+        if stop_signal_taken() is not None:  # a query a stop signal cut short: the interrupt, not a problem
+            raise KeyboardInterrupt() from None
         print(f"footprint-audit report: {err}", file=sys.stderr)
         return 2
     return 0
