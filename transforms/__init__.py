@@ -1,9 +1,8 @@
 """Beam transforms of footprint-audit, and the pure steps they wrap.
 
-Data flows one way: inputs → events → calls → readings → sinks.
-`sources` (bytes → events), `calls` (events → calls), `reading_rows` (call → row) and
-`accounting` (where every event went) are pure and testable without Beam;
-`input_files`, `join`, `apply_readers` and `write` are the batch job's composite
-`PTransform`s around them; `kafka_read`, `pubsub_read`, `stream_events`, `stream_join`
-and `stream_write` are the streaming job's.
+Data flows one way: inputs → events → calls → readings → sinks, one room a stage:
+`decode` (bytes → events), `calls` (events → calls, pure), `join` (a run's events keyed and
+joined), `read` (call → reading row), `write` (Parquet), `stream` (the streaming job's read, join
+and write), and `process` (what a worker does beside the data). Each room's door is its
+`__init__`.
 """

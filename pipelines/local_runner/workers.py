@@ -41,6 +41,7 @@ from typing import Any
 import pyarrow  # noqa: F401 - its threads start at import, before `_IMPORT_THREADS` is taken
 
 from footprint_audit.pipelines.launch import ignore_stop_signals
+from footprint_audit.transforms.process import WORKER_ENV
 
 __all__ = ["WorkerPool", "cores", "default_workers", "can_fork", "die_with_parent", "WORKERS_ENV"]
 
@@ -148,6 +149,7 @@ def _serve(assignment: bytes) -> int:
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
     sys.stderr = _WorkerStderr(sys.stderr)
+    os.environ[WORKER_ENV] = worker_id.replace("_", " ")  # its progress lines say whose counts they are
     SdkHarness(url, worker_id=worker_id).run()
     return 0
 

@@ -2,15 +2,21 @@
 
 Pattern: two small classes, no Beam.
 Role:    the reading steps (`ReadInputFiles`, `ApplyReaders`) print a line at most every few
-         seconds per worker process, unless `--no-progress`.
+         seconds per worker process, unless `--no-progress`. Each worker counts its own share, so
+         a worker of the local runner names itself first (`WORKER_ENV`, set by the pool as it
+         starts the worker): each worker's counts only go up.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
-__all__ = ["Progress", "Ticker"]
+__all__ = ["Progress", "Ticker", "WORKER_ENV"]
+
+#: The name of the worker process a line comes from (the local runner's workers; unset: the launcher).
+WORKER_ENV = "FOOTPRINT_AUDIT_WORKER"
 
 
 class Ticker:
@@ -32,7 +38,8 @@ class Ticker:
     @staticmethod
     def say(line: str) -> None:
         """Print one progress line to stderr."""
-        sys.stderr.write(f"footprint-audit: {line}\n")
+        worker = os.environ.get(WORKER_ENV)
+        sys.stderr.write(f"footprint-audit: {worker + ': ' if worker else ''}{line}\n")
         sys.stderr.flush()
 
 
@@ -51,5 +58,7 @@ class Progress:
         self.events += events
         self.bytes += nbytes
         if self.ticker.due():
-            done = f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}"
+            share = os.environ.get(WORKER_ENV) and self.total_files  # one worker's share of the job's files
+            done = (f"{self.files:,} of the job's {self.total_files:,}" if share else
+                    f"{self.files}/{self.total_files}" if self.total_files else f"{self.files:,}")
             self.ticker.say(f"read {done} files, {self.events:,} events, {self.bytes / 1e6:,.1f} MB")
