@@ -153,13 +153,12 @@ def test_fixture_accounting(name):
     assert_accounted(read_source(str(path)), list(range(len(events))))
 
 
-@pytest.mark.parametrize("name", sorted(FIXTURE_EXPECTATIONS))
+@pytest.mark.parametrize("name", sorted(n for n, (_, runs, _) in FIXTURE_EXPECTATIONS.items() if any(k for _, k in runs)))
 def test_fixture_as_json_lines_and_sse_is_accounted_for(tmp_path, name):
-    """The same events, re-written as JSON Lines and as SSE, give the same runs."""
+    """The same events, re-written as JSON Lines and as SSE, give the same runs (the fixtures with events)."""
     doc_source = read_source(str(FIXTURES / name))
     events = [e for r in doc_source.runs for e in r.events]
-    if not events:
-        pytest.skip("no events")
+    assert events
     by_index = sorted(events, key=lambda e: e.index)
     raw = [{"type": f"agentfootprint.{e.type}", "payload": e.payload, "meta": e.meta} for e in by_index]
     lines = read_source(write(tmp_path, "x.jsonl", jsonl(*raw)))
