@@ -402,6 +402,22 @@ def test_a_shard_larger_than_a_run_is_merged_from_sorted_runs_into_the_same_rows
     assert sum(map(len, expected.values())) == len(rows) - sum(r["run_id"] == "r1" and r["source_file"] == "f2.jsonl" for r in rows)
 
 
+def test_more_runs_than_a_merge_takes_are_merged_in_passes_into_the_same_rows_in_the_same_order(tmp_path):
+    # a merge holds a batch of each run it merges: with hundreds of runs (a small --spill-partition-bytes)
+    # that was hundreds of batches at once (2.2 GB for 6 million dead letters), so runs are merged
+    # MERGE_FAN_IN at a time, consecutive ones together, until one merge takes them all
+    rows = [{"source_file": "f.jsonl", "event_index": None if i % 7 == 0 else i % 90, "run_id": None,
+             "reason": "not-json", "detail": f"arrived {i:05d}", "raw": "x" * (i % 40)} for i in range(6000)]
+    batches = [write_mod.rows_to_ipc("dead_letters", rows[i:i + 25]) for i in range(0, len(rows), 25)]
+    whole = write_mod._sorted_shard("dead_letters", batches, [])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    pieces = write_mod._sorted_shard("dead_letters", batches, [], str(runs), run_bytes=3_000)
+    left = sorted(p.name for p in runs.iterdir())
+    assert 1 < len(left) <= write_mod.MERGE_FAN_IN and all(name.endswith(".m") for name in left), left
+    assert pa.concat_tables(list(pieces)).to_pylist() == whole.to_pylist()
+
+
 def test_a_partitioned_shard_merged_from_runs_gives_each_folder_the_same_rows(tmp_path):
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     calls = []

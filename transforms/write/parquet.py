@@ -306,8 +306,12 @@ def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
 #: small compressed file) is sorted in runs of about this size, each spilled to local disk, and the runs are
 #: merged as the file is written (`_merged_shard`): a worker holds one run, not the shard.
 SORT_RUN_BYTES = 256 << 20
-#: Bytes of one batch of a spilled run, and of one merged piece (one row group of the file written).
+#: Bytes of one batch of a spilled run (at most; a run of `run_bytes` has batches of `run_bytes / MERGE_FAN_IN`),
+#: and of one merged piece (one row group of the file written).
 _RUN_BATCH_BYTES = 4 << 20
+#: At most this many runs are merged at once, each a batch at a time; more are merged in passes (runs of
+#: runs on disk), so a merge holds about `run_bytes` of batches however many runs a shard has.
+MERGE_FAN_IN = 16
 _MERGED_BYTES = 16 << 20
 #: At most this many rows in one merged piece.
 _MERGED_ROWS = 1 << 16
@@ -366,6 +370,9 @@ def _sorted_shard(
         return _sort_held(table, held, copies)
     if held and runs is not None:
         spilled.append(_spill_run(table, held, copies, os.path.join(runs, f"run-{len(spilled):05d}.arrows")))
+    while len(spilled) > MERGE_FAN_IN:  # consecutive runs merged into one: equal keys keep their arrival order
+        groups = [spilled[i:i + MERGE_FAN_IN] for i in range(0, len(spilled), MERGE_FAN_IN)]
+        spilled = [_merged_run(table, group, f"{group[0]}.m") for group in groups]
     return _merged_shard(table, spilled)
 
 
@@ -397,10 +404,28 @@ def _sort_held(table: str, held: list[pa.Table], copies: list) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def _merged_run(table: str, runs: list[str], path: str) -> str:
+    """Sorted runs merged into one at `path` (the runs are removed)."""
+    pieces = _merged_shard(table, runs)
+    first = next(pieces)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, first.schema, options=_IPC_OPTIONS) as writer:
+        for piece in itertools.chain([first], pieces):
+            writer.write_table(piece, max_chunksize=_batch_rows(piece))
+    for run in runs:
+        os.remove(run)
+    return path
+
+
+def _batch_rows(arrow: pa.Table) -> int:
+    """Rows of a run's batch: about `_RUN_BATCH_BYTES / MERGE_FAN_IN`, so a merge of a fan-in of runs,
+    a batch of each, holds about one batch of `_RUN_BATCH_BYTES`."""
+    return max(1, arrow.num_rows * (_RUN_BATCH_BYTES // MERGE_FAN_IN) // max(1, arrow.nbytes))
+
+
 def _spill_run(table: str, held: list[pa.Table], copies: list, path: str) -> str:
-    """Sort `held` and write it to `path` as an Arrow IPC stream of batches of about `_RUN_BATCH_BYTES`."""
+    """Sort `held` and write it to `path` as an Arrow IPC stream of batches (`_batch_rows`)."""
     arrow = _sort_held(table, held, copies)
-    rows = max(1, arrow.num_rows * _RUN_BATCH_BYTES // max(1, arrow.nbytes))
+    rows = _batch_rows(arrow)
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, arrow.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(arrow, max_chunksize=rows)
     del arrow
