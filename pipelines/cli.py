@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 import sys
 
-from footprint_audit.pipelines.launch import install, interrupted_exit, raise_on_terminate, stop_signal_taken
+from footprint_audit.pipelines.launch import (
+    install, interrupted_exit, lost_interrupt, raise_on_terminate, stop_signal_taken,
+)
 
 USAGE = """usage: footprint-audit COMMAND [options]
 
@@ -63,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             from footprint_audit.pipelines.report import run
         else:
             from footprint_audit.pipelines.diff import run
-        return run(rest)
+        code = run(rest)
+        signum = lost_interrupt()  # a signal whose exception something swallowed: still the interrupt
+        return code if signum is None or code >= 128 else _interrupted(command, signum)
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
@@ -76,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         signum = stop_signal_taken()
         if signum is None and not isinstance(exc, KeyboardInterrupt):
             raise
-        print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
-        return 128 + signum if signum is not None else interrupted_exit(exc)
+        return _interrupted(command, signum if signum is not None else interrupted_exit(exc) - 128)
+
+
+def _interrupted(command: str, signum: int) -> int:
+    print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
+    return 128 + signum
 
 
 if __name__ == "__main__":

@@ -129,3 +129,38 @@ def test_a_signal_at_any_moment_of_reassess_gives_0_and_the_tables_or_its_code_a
             outcomes["interrupted"] += 1
         shutil.rmtree(work)
     assert outcomes["interrupted"] >= 3 and outcomes["published"] >= 1, outcomes
+
+
+SWALLOWED = """
+import os, signal, sys
+from footprint_audit.pipelines import cli, report
+from footprint_audit.pipelines.launch import committed
+
+
+class Finalized:  # the signal lands in its finalizer, where Python prints an exception and goes on
+    def __del__(self):
+        os.kill(os.getpid(), signal.{signal})
+        sum(range(10_000))  # the handler runs here
+
+
+def command(argv):
+    Finalized()
+    if argv == ["publish"]:
+        with committed():
+            print("published")
+    return 0
+
+
+report.run = command
+sys.exit(cli.main(["report", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("then", ["return", "publish"])
+def test_a_signal_whose_exception_is_swallowed_still_stops_the_command_before_any_publish(signum, then):
+    # a signal that lands in a finalizer (or the import system's callbacks) raises where Python only
+    # prints "Exception ignored": the command still ends as interrupted, with its one line, unpublished
+    script = SWALLOWED.replace("{signal}", signum.name)
+    res = subprocess.run([sys.executable, "-c", script, then], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (res.returncode, res.stderr, res.stdout) == (128 + signum, LINE.format("report"), "")

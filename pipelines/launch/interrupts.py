@@ -35,6 +35,7 @@ __all__ = [
     "ignore_stop_signals",
     "interrupted_exit",
     "stop_signal_taken",
+    "lost_interrupt",
     "Terminated",
     "STOP_SIGNALS",
 ]
@@ -65,17 +66,32 @@ _OWNED: list[bool] = []  # true once a command line owns this process's signals 
 _COMMITTED: list[bool] = []  # true once such a process's job has begun its publish (`committed`)
 
 
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
 def _raise_terminated(signum: int, _frame: object) -> None:
     _TAKEN.append(signum)
-    raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+    raise _interrupt(signum)
+
+
+def _quiet_unraisable(unraisable: Any) -> None:
+    """A stop signal's exception raised where Python only prints it ("Exception ignored in", a callback
+    of the import system or a finalizer) is not printed: it is noted, and `lost_interrupt` acts on it."""
+    if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _TAKEN):
+        sys.__unraisablehook__(unraisable)
 
 
 def raise_on_terminate() -> None:
     """From now on SIGTERM and SIGHUP raise `Terminated` in this process (main thread only), as Ctrl-C
     raises `KeyboardInterrupt`: the launcher's clean-up (`finally`, `except KeyboardInterrupt`) runs for all.
-    Each is noted too (`stop_signal_taken`): a library that catches the exception raises its own."""
+    Each is noted too (`stop_signal_taken`): a library that catches the exception raises its own, and
+    one swallowed where Python only prints it still stops the command (`lost_interrupt`, `committed`)."""
     if _main_thread():
+        _TAKEN.clear()
+        _COMMITTED.clear()
         _OWNED.append(True)
+        sys.unraisablehook = _quiet_unraisable
         for signum in STOP_SIGNALS:
             signal.signal(signum, _raise_terminated)
 
@@ -84,6 +100,12 @@ def stop_signal_taken() -> int | None:
     """The first stop signal this process took since `raise_on_terminate`, if any: an error raised
     after it is the interrupt as a library reports it (DuckDB's "Query interrupted")."""
     return _TAKEN[0] if _TAKEN else None
+
+
+def lost_interrupt() -> int | None:
+    """A stop signal taken before any commit whose exception did not stop the command (swallowed where
+    Python only prints it): the command ends as interrupted all the same."""
+    return _TAKEN[0] if _TAKEN and not _COMMITTED else None
 
 
 def ignore_stop_signals() -> None:
@@ -133,8 +155,10 @@ def committed() -> Iterator[None]:
     signal's own exit code, 143 with the tables published). Elsewhere (a test calling the command
     in its own process) only within the block."""
     if _OWNED and _main_thread():
-        _COMMITTED.append(True)
         ignore_stop_signals()
+        if _TAKEN:  # a signal came before the commit, and its exception was swallowed: not committed
+            raise _interrupt(_TAKEN[0])
+        _COMMITTED.append(True)
         yield
         return
     with held_interrupts():
