@@ -97,7 +97,7 @@ def test_baseline_and_beam_give_the_same_tables(generated):
 
 def test_batched_arrow_writes_sort_as_sort_rows():
     rows = [
-        {"source_file": f, "event_index": i, "run_id": None, "reason": r, "detail": "", "raw": ""}
+        {"source_file": f, "event_index": i, "run_id": None, "recorded_at": None, "reason": r, "detail": "", "raw": ""}
         for f, i, r in [("b", None, "x"), ("a", 3, "y"), ("a", None, "z"), ("é", 1, "z"), ("z", -1, "z"), ("a", 3, "a")]
     ]
     arrow = ipc_to_table(rows_to_ipc("dead_letters", rows))

@@ -9,8 +9,14 @@ Emits:   nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
+
+import orjson
+
+from footprint_audit.readers.jsvalues import is_js_number
 
 EVENT_PREFIX = "agentfootprint."
 
@@ -100,6 +106,37 @@ class Event:
         return self.meta.get("wallClockMs")
 
 
+# The instants a `datetime` (and so a Parquet timestamp row) can hold: years 1 to 9999.
+_MIN_MS = -62135596800000
+_MAX_MS = 253402300799999
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def event_time(ms: Any) -> datetime | None:
+    """A recorded `meta.wallClockMs` as a UTC instant (whole milliseconds); None when it is not a
+    number a timestamp can hold."""
+    if type(ms) is int:  # the usual wall clock: whole milliseconds
+        return _EPOCH + timedelta(0, 0, 0, ms) if _MIN_MS <= ms <= _MAX_MS else None
+    if not is_js_number(ms):
+        return None
+    f = float(ms)
+    if math.isnan(f) or not _MIN_MS <= f <= _MAX_MS:
+        return None
+    return _EPOCH + timedelta(milliseconds=int(f))
+
+
+def recorded_time(raw: bytes) -> datetime | None:
+    """The event time bytes hold: `meta.wallClockMs` of a JSON object (`dead_letters.recorded_at`)."""
+    if not raw.lstrip()[:1] == b"{":
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    meta = value.get("meta") if type(value) is dict else None
+    return event_time(meta.get("wallClockMs")) if type(meta) is dict else None
+
+
 @dataclass(slots=True)
 class DeadLetter:
     """Input that could not be read, with a fixed reason word and the raw bytes."""
@@ -123,14 +160,15 @@ class DeadLetter:
         raw = self.raw
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogatepass")
-        raw = bytes(raw[:65536]).decode("utf-8", "replace")
+        cut = bytes(raw[:65536])
         return {
             "source_file": self.source_file,
             "event_index": self.event_index,
             "run_id": self.run_id,
+            "recorded_at": recorded_time(cut),
             "reason": self.reason,
             "detail": self.detail,
-            "raw": raw,
+            "raw": cut.decode("utf-8", "replace"),
         }
 
 

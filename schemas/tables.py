@@ -12,8 +12,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped on any change to a table below (renaming or dropping a column is breaking).
-#: 2: `readings.declarations_sha256`.
-SCHEMA_VERSION = "3"
+#: 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
+#: `dead_letters.recorded_at`, and `--partition-by ended_date` cuts all three tables.
+SCHEMA_VERSION = "4"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
@@ -101,6 +102,8 @@ DEAD_LETTERS = pa.schema(
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("event_index", pa.int64()),
         pa.field("run_id", pa.string()),
+        # The event time the bytes hold (`meta.wallClockMs` of a JSON object); null for bytes with none.
+        pa.field("recorded_at", pa.timestamp("ms", tz="UTC")),
         pa.field("reason", pa.string(), nullable=False),
         pa.field("detail", pa.string(), nullable=False),
         pa.field("raw", pa.string(), nullable=False),
@@ -112,6 +115,9 @@ RUNS = pa.schema(
     [
         pa.field("run_id", pa.string()),
         pa.field("session_id", pa.string()),
+        # The earliest and latest event time of the events the row counts; null when none has one.
+        pa.field("started_at", pa.timestamp("ms", tz="UTC")),
+        pa.field("ended_at", pa.timestamp("ms", tz="UTC")),
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("format", pa.string(), nullable=False),
         pa.field("events", pa.int64(), nullable=False),
@@ -138,10 +144,10 @@ SORT_KEYS = {
     "runs": ("source_file", "run_id"),
 }
 
-#: `reassess --partition-by KEY`: KEY → (table, the column it is derived from). The rows are
+#: `reassess --partition-by KEY`: KEY → {table: the column it is derived from}. The rows are
 #: written under `<table>/KEY=VALUE/` (Hive layout); VALUE is the column's UTC date (YYYY-MM-DD).
 #: The files keep every column: KEY itself is only in the path.
-PARTITION_KEYS = {"ended_date": ("readings", "ended_at")}
+PARTITION_KEYS = {"ended_date": {"readings": "ended_at", "runs": "ended_at", "dead_letters": "recorded_at"}}
 
 #: The folder value of a row whose partition column is null (what Hive, Arrow, DuckDB and
 #: BigQuery read back as NULL).

@@ -43,9 +43,12 @@ SELECT * EXCLUDE (filename) FROM (
 
 CREATE OR REPLACE VIEW readings_all AS SELECT * FROM live_rows('readings');
 
-CREATE OR REPLACE VIEW dead_letters_all AS SELECT * FROM live_rows('dead_letters');
+-- (The columns added in schema version 4 are null in the files of an older output.)
+CREATE OR REPLACE VIEW dead_letters_all AS SELECT * FROM live_rows('dead_letters')
+UNION ALL BY NAME SELECT CAST(NULL AS TIMESTAMPTZ) AS recorded_at WHERE FALSE;
 
-CREATE OR REPLACE VIEW runs_all AS SELECT * FROM live_rows('runs');
+CREATE OR REPLACE VIEW runs_all AS SELECT * FROM live_rows('runs')
+UNION ALL BY NAME SELECT CAST(NULL AS TIMESTAMPTZ) AS started_at, CAST(NULL AS TIMESTAMPTZ) AS ended_at WHERE FALSE;
 
 -- ---------------------------------------------------------------- each record once
 
@@ -74,21 +77,30 @@ QUALIFY r.event_index IS NULL OR ROW_NUMBER() OVER (
 -- One row per run and file: `reassess`'s rows as written (they have no `records`),
 -- a stream's rows recounted from its records, each counted once.
 CREATE OR REPLACE VIEW runs AS
-SELECT run_id, session_id, source_file, format, events, events_used, events_not_needed, dead_letters,
-       tool_calls, dropped_events, complete, served_under_policy
+SELECT run_id, session_id, started_at, ended_at, source_file, format, events, events_used, events_not_needed,
+       dead_letters, tool_calls, dropped_events, complete, served_under_policy
 FROM runs_all
 WHERE records IS NULL
 UNION ALL
 SELECT
-  run_id, MAX(session_id) AS session_id, source_file, MAX(format) AS format,
-  COUNT(*) AS events,
-  SUM(CASE WHEN counted_as = 'used' THEN 1 ELSE 0 END) AS events_used,
-  SUM(CASE WHEN counted_as = 'not-needed' THEN 1 ELSE 0 END) AS events_not_needed,
-  SUM(CASE WHEN counted_as = 'dead-letter' THEN 1 ELSE 0 END) AS dead_letters,
-  SUM(CASE WHEN counted_as = 'used' AND tool_end THEN 1 ELSE 0 END) AS tool_calls,
+  c.run_id, c.session_id, t.started_at, t.ended_at, c.source_file, c.format, c.events, c.events_used,
+  c.events_not_needed, c.dead_letters, c.tool_calls,
   CAST(NULL AS BIGINT) AS dropped_events, CAST(NULL AS BOOLEAN) AS complete, FALSE AS served_under_policy
-FROM run_records
-GROUP BY run_id, source_file;
+FROM (
+  SELECT
+    run_id, MAX(session_id) AS session_id, source_file, MAX(format) AS format,
+    COUNT(*) AS events,
+    SUM(CASE WHEN counted_as = 'used' THEN 1 ELSE 0 END) AS events_used,
+    SUM(CASE WHEN counted_as = 'not-needed' THEN 1 ELSE 0 END) AS events_not_needed,
+    SUM(CASE WHEN counted_as = 'dead-letter' THEN 1 ELSE 0 END) AS dead_letters,
+    SUM(CASE WHEN counted_as = 'used' AND tool_end THEN 1 ELSE 0 END) AS tool_calls
+  FROM run_records
+  GROUP BY run_id, source_file
+) AS c
+LEFT JOIN (  -- a stream's rows each span their own events: the run's span is theirs together
+  SELECT run_id, source_file, MIN(started_at) AS started_at, MAX(ended_at) AS ended_at
+  FROM runs_all WHERE records IS NOT NULL GROUP BY run_id, source_file
+) AS t ON t.run_id IS NOT DISTINCT FROM c.run_id AND t.source_file = c.source_file;
 
 -- ---------------------------------------------------------------- calls
 

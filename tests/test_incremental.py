@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, load_table, one_sentence, reassess_cli, tree_bytes
@@ -35,6 +36,7 @@ from footprint_audit.pipelines.output import publish as output
 from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.pipelines.reassess.incremental import increment_prefix
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
+from footprint_audit.schemas.tables import SCHEMA_VERSION
 from test_kill_restart import make_input
 
 TABLES = ("readings", "dead_letters", "runs")
@@ -236,6 +238,17 @@ def test_refusals_are_one_sentence_and_exit_2(full, tmp_path):
     said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental", "--declarations",
                                      DECLARATIONS, "--partition-by", "ended_date"), 2)
     assert "holds flat readings" in said and tree_bytes(same) == before
+    # Tables of an older schema version (a runs file without the columns added since): never mixed.
+    older = tmp_path / "older"
+    shutil.copytree(full, older)
+    runs = next((older / "runs").glob("*.parquet"))
+    table = pq.read_table(runs)
+    pq.write_table(table.replace_schema_metadata({b"footprint_audit.schema_version": b"3"}), runs)
+    before = tree_bytes(older)
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(older), "--incremental", "--declarations",
+                                     DECLARATIONS), 2)
+    assert said.endswith(f"--output {older} holds tables of schema version 3 and this is {SCHEMA_VERSION}: run "
+                         "without --incremental once to write them anew") and tree_bytes(older) == before
 
 
 def test_a_run_whose_earlier_file_is_gone_is_refused(tmp_path):

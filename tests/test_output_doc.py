@@ -1,4 +1,4 @@
-"""docs/output.md is the tables' contract: its column lists are the Arrow schemas, and its join keys hold.
+"""docs/output.md is the tables' contract: its column lists are the Arrow schemas, its join keys and times hold.
 
 Each table's section lists its columns in a `| column | type | meaning |` table; every column of
 `schemas/tables.py` and `schemas/manifest.py` must be listed there, in the schema's order, with its
@@ -75,3 +75,11 @@ def test_the_documented_join_keys_find_every_runs_row(tmp_path):
     assert all((d["run_id"], d["source_file"]) in runs for d in letters)
     files = {m["source_file"] for m in load_table(out, "manifest")}
     assert {r["source_file"] for r in load_table(out, "runs")} <= files
+    # By time, each table alone: a run's row spans the times of its readings and of its dead letters
+    span = {(r["run_id"], r["source_file"]): (r["started_at"], r["ended_at"]) for r in load_table(out, "runs")}
+    assert all(lo <= hi for lo, hi in span.values() if lo is not None)
+    timed = [(r, r["ended_at"]) for r in readings] + [(d, d["recorded_at"]) for d in letters]
+    assert sum(1 for _, at in timed if at is not None) > 50
+    for row, at in timed:
+        lo, hi = span[(row["run_id"], row["source_file"])]
+        assert at is None or lo <= at <= hi, row

@@ -1,9 +1,10 @@
-"""`reassess --partition-by ended_date`: readings in Hive layout, read back alike.
+"""`reassess --partition-by ended_date`: the three tables in Hive layout, read back alike.
 
 The bundled examples are written twice, flat and partitioned (three shards, so a
-partition holds several shard files); DuckDB's `hive_partitioning` reads the
-partitioned readings and must give the flat rows, each under its UTC date. The
-layout is deterministic, the other tables do not change, and `report` reads it.
+partition holds several shard files); DuckDB's `hive_partitioning` reads each
+partitioned table and must give the flat rows, each under the UTC date of its
+time column (readings' and runs' `ended_at`, dead letters' `recorded_at`). The
+layout is deterministic, the summary does not change, and `report` reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from helpers import ROOT, load_table
 from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.pipelines.report import command as report
-from footprint_audit.schemas.tables import HIVE_NULL, READINGS
+from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -46,39 +47,41 @@ def _files(out: Path, table: str) -> dict[str, bytes]:
     return {p.relative_to(out / table).as_posix(): p.read_bytes() for p in sorted((out / table).rglob("*.parquet"))}
 
 
-def test_readings_are_hive_partitioned_by_the_calls_utc_date(outs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_each_table_is_hive_partitioned_by_its_utc_date(outs: tuple[Path, Path], table: str) -> None:
     _, parted = outs
-    names = sorted(_files(parted, "readings"))
+    names = sorted(_files(parted, table))
     assert names and all(n.split("/")[0].startswith("ended_date=") and n.count("/") == 1 for n in names)
-    assert all(n.split("/")[1].startswith("part-") and n.endswith("-of-00003.parquet") for n in names)
-    assert f"ended_date={HIVE_NULL}" in {n.split("/")[0] for n in names}  # calls without ended_at
-    # dead_letters and runs are written as before
-    assert all("/" not in n for t in ("dead_letters", "runs") for n in _files(parted, t))
+    assert all(n.split("/")[1].startswith("part-") and n.endswith(".parquet") for n in names)
+    # calls without ended_at, runs with no event time, dead letters whose bytes hold none
+    assert f"ended_date={HIVE_NULL}" in {n.split("/")[0] for n in names}
+    assert len({n.split("/")[0] for n in names}) > 1
 
 
-def test_duckdb_reads_the_partitions_as_the_flat_rows(outs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_duckdb_reads_the_partitions_as_the_flat_rows(outs: tuple[Path, Path], table: str) -> None:
     flat, parted = outs
+    column = PARTITION_KEYS["ended_date"][table]
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    columns = ", ".join(READINGS.names)
-    flat_rows = con.execute(f"SELECT {columns} FROM read_parquet('{flat}/readings/*.parquet') ORDER BY ALL").fetchall()
-    hive = f"read_parquet('{parted}/readings/*/*.parquet', hive_partitioning = true)"
+    columns = ", ".join(TABLES[table].names)
+    flat_rows = con.execute(f"SELECT {columns} FROM read_parquet('{flat}/{table}/*.parquet') ORDER BY ALL").fetchall()
+    hive = f"read_parquet('{parted}/{table}/*/*.parquet', hive_partitioning = true)"
     parted_rows = con.execute(f"SELECT {columns} FROM {hive} ORDER BY ALL").fetchall()
-    assert len(flat_rows) == 63 and parted_rows == flat_rows
+    assert len(flat_rows) == {"readings": 63, "runs": 23, "dead_letters": 12}[table] and parted_rows == flat_rows
     assert con.execute(f"SELECT typeof(ended_date) FROM {hive} LIMIT 1").fetchone()[0] == "DATE"
     wrong = con.execute(
-        f"SELECT COUNT(*) FROM {hive} WHERE ended_date IS DISTINCT FROM CAST(ended_at AS DATE)").fetchone()[0]
+        f"SELECT COUNT(*) FROM {hive} WHERE ended_date IS DISTINCT FROM CAST({column} AS DATE)").fetchone()[0]
     assert wrong == 0
     # a filter on the partition column prunes to that day's folder
     day = con.execute(f"SELECT COUNT(*) FROM {hive} WHERE ended_date = DATE '2026-09-26'").fetchone()[0]
-    assert day == sum(1 for r in load_table(flat, "readings")
-                      if r["ended_at"] is not None and r["ended_at"] // 86_400_000 == 20_722)  # 2026-09-26
+    assert day == sum(1 for r in load_table(flat, table)
+                      if r[column] is not None and r[column] // 86_400_000 == 20_722)  # 2026-09-26
+    assert day > 0
 
 
-def test_the_other_tables_and_the_summary_do_not_change(outs: tuple[Path, Path]) -> None:
+def test_the_summary_does_not_change(outs: tuple[Path, Path]) -> None:
     flat, parted = outs
-    for table in ("dead_letters", "runs"):
-        assert _files(parted, table) == _files(flat, table)
     from footprint_audit.pipelines.output.publish import summary_figures
 
     a, b = summary_figures(str(flat)), summary_figures(str(parted))
@@ -90,10 +93,10 @@ def test_partitioned_output_is_deterministic(outs: tuple[Path, Path], tmp_path: 
     _, parted = outs
     again = tmp_path / "again"
     assert _run(again, "--partition-by", "ended_date") == 0
-    assert _files(again, "readings") == _files(parted, "readings")
+    assert all(_files(again, t) == _files(parted, t) for t in TABLES)
     # a second run over the same output replaces the partitions whole
     assert _run(again, "--partition-by", "ended_date") == 0
-    assert _files(again, "readings") == _files(parted, "readings")
+    assert all(_files(again, t) == _files(parted, t) for t in TABLES)
     assert not (again / "_staging").exists()
 
 

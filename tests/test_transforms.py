@@ -276,7 +276,8 @@ def test_a_bucketed_table_batched_where_its_count_is_known_gets_the_merged_table
 def test_batches_hold_at_most_batch_rows_of_all_shards_each_cut_by_shard(monkeypatch):
     monkeypatch.setattr(write_mod, "BATCH_ROWS", 7)
     rows = [
-        {"source_file": f"f{i % 5}.json", "event_index": i, "run_id": None, "reason": "not-json", "detail": "d", "raw": "x"}
+        {"source_file": f"f{i % 5}.json", "event_index": i, "run_id": None, "recorded_at": None, "reason": "not-json",
+         "detail": "d", "raw": "x"}
         for i in range(20)
     ]
     fn = write_mod._BatchRowsFn("dead_letters", 3)

@@ -130,7 +130,7 @@ def _ensure_table(staged: str, table: str, partition_by: str | None = None) -> N
     if table_files(staged, table):
         return
     d = Path(staged) / table
-    if partition_by and PARTITION_KEYS[partition_by][0] == table:
+    if partition_by and table in PARTITION_KEYS[partition_by]:
         d = d / f"{partition_by}={HIVE_NULL}"
     d.mkdir(parents=True, exist_ok=True)
     write_arrow_file(str(d / part_name(0, 1)), pa.Table.from_pylist([], schema=PUBLISHED[table]))

@@ -38,8 +38,9 @@ output) the first by name is read and the others are `duplicate-file` dead lette
 processes (`pipelines.local_runner.workers`), or sets Flink's parallelism and Python workers per
 TaskManager to N.
 
-`--partition-by ended_date` writes `readings` Hive-partitioned by the call's UTC
-date (`readings/ended_date=2026-11-30/part-….parquet`) for dashboards.
+`--partition-by ended_date` writes the three tables Hive-partitioned by a UTC date
+(`readings/ended_date=2026-11-30/part-….parquet`) for dashboards: readings by the call's
+`ended_at`, runs by theirs, dead letters by `recorded_at`.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ def _parser() -> FlagParser:
                         "and a larger file's in sorted runs of 4 × N merged from local disk; default 64 MiB")
     p.add_argument("--shards", type=_at_least(0), default=0, help="readings files to write (0, the default: by input size)")
     p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
-                   help="write readings Hive-partitioned by KEY: ended_date (the call's UTC date), "
-                        "readings/ended_date=YYYY-MM-DD/part-….parquet")
+                   help="write the tables Hive-partitioned by KEY: ended_date (the UTC date of readings' and "
+                        "runs' ended_at, dead letters' recorded_at), TABLE/ended_date=YYYY-MM-DD/part-….parquet")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
@@ -211,7 +212,7 @@ def build_pipeline(
     # The dead letters go one file per BYTES_PER_SHARD of input as the readings by default: each row's
     # file is its bucket (of a fixed number) modulo that count.
     tables = {"readings": readings, "dead_letters": dead, "runs": runs}
-    partitions = {PARTITION_KEYS[partition_by][0]: partition_by} if partition_by else None
+    partitions = dict.fromkeys(PARTITION_KEYS[partition_by], partition_by) if partition_by else None
     tables | "WriteTables" >> plan.write_tables(staging, readings_shards, shards_by_size, copies, partitions)
 
 

@@ -25,8 +25,8 @@ Role:    the output's manifest (`pipelines.output.manifest`) names every file it
          `duplicate-file` dead letter (as in a full run).
 Refuses: (one sentence, exit 2) a remote output; an output of another kind (a
          stream's, or tables without a manifest); other declarations, another
-         reader version or another `--max-event-bytes` than the output was read
-         with; a run shared with a file read before that is no longer among the
+         reader version, schema version or another `--max-event-bytes` than the
+         output was read with; a run shared with a file read before that is no longer among the
          inputs nor where the tables name it.
 Emits:   files under the job's staging folder.
 """
@@ -48,7 +48,7 @@ from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.pipelines.output import duplicates_of, read_manifest
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
-from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
+from footprint_audit.schemas.tables import PARTITION_KEYS, SCHEMA_VERSION, TABLES
 from footprint_audit.transforms.write import write_arrow_file
 
 __all__ = ["Plan", "plan_increment", "check_local", "check_output", "read_increment", "pull_in", "runs_in",
@@ -109,6 +109,19 @@ def _holds_rows(out: str) -> bool:
     return False
 
 
+def _schema_versions(out: str) -> set[str]:
+    """The schema versions the published tables' files name (`footprint_audit.schema_version`)."""
+    found = set()
+    for table in (*TABLES, MANIFEST_TABLE):
+        for f in _table_files(out, table):
+            try:
+                meta = pq.read_schema(f).metadata or {}
+            except Exception:
+                continue  # a file that cannot be read is reported where it is read
+            found.add(meta.get(b"footprint_audit.schema_version", b"?").decode("utf-8", "replace"))
+    return found
+
+
 def check_local(out: str) -> None:
     """`UsageError` for a remote output (its tables are written in place: nothing to swap with)."""
     if not is_local(out):
@@ -117,8 +130,8 @@ def check_local(out: str) -> None:
 
 def _layout(out: str) -> str | None:
     """The `--partition-by` key the published tables were written with (None: flat)."""
-    for key, (table, _column) in PARTITION_KEYS.items():
-        if any(p.is_dir() for p in (Path(out) / table).glob(f"{key}=*")):
+    for key, tables in PARTITION_KEYS.items():
+        if any(p.is_dir() for table in tables for p in (Path(out) / table).glob(f"{key}=*")):
             return key
     return None
 
@@ -129,6 +142,11 @@ def check_output(out: str, declarations_json: str, reader_version: str, max_even
     check_local(out)
     if any(p.is_dir() and p.name.startswith("window=") for t in TABLES for p in (Path(out) / t).glob("window=*")):
         raise UsageError(f"--output {out} holds a stream's tables: --incremental adds only to the output of reassess")
+    older = _schema_versions(out) - {SCHEMA_VERSION}
+    if older:
+        raise UsageError(
+            f"--output {out} holds tables of schema version {', '.join(sorted(older))} and this is "
+            f"{SCHEMA_VERSION}: run without --incremental once to write them anew")
     layout = _layout(out)
     if layout != partition_by and _holds_rows(out):
         raise UsageError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from footprint_audit.schemas.events import TOOL_END, Event, RunInput
+from footprint_audit.schemas.events import TOOL_END, Event, RunInput, event_time
 
 from .call_types import Call, JoinedRun
 from .from_events import CALL, NOT_NEEDED, classify_event
@@ -52,6 +52,9 @@ class RunCounts:
     tool_calls: int = 0
     session_id: str | None = None
     format: str | None = None
+    #: The earliest and latest event time counted (`meta.wallClockMs`, as `event_time` reads it).
+    first_ms: int | float | None = None
+    last_ms: int | float | None = None
     #: A stream's: each record counted, `(event_index, counted_as, tool_end, correction)` (the
     #: `runs.records` column); None where a row counts a whole run of a file (`reassess`).
     records: list[tuple[int | None, str, bool, bool]] | None = None
@@ -79,7 +82,19 @@ def add_counts(parts: Iterable[RunCounts]) -> RunCounts:
             total.session_id = p.session_id
         if total.format is None and p.format is not None:
             total.format = p.format
+        _add_time(total, p.first_ms)
+        _add_time(total, p.last_ms)
     return total
+
+
+def _add_time(c: RunCounts, ms: Any) -> None:
+    """Widen `c`'s event times to take in `ms` (ignored when it is no time `event_time` reads)."""
+    if ms is None or event_time(ms) is None:
+        return
+    if c.first_ms is None or ms < c.first_ms:
+        c.first_ms = ms
+    if c.last_ms is None or ms > c.last_ms:
+        c.last_ms = ms
 
 
 def counts_for(counts: dict[tuple, RunCounts], run_id: str | None, source: str, fmt: str | None = None) -> RunCounts:
@@ -100,6 +115,7 @@ def count_event(c: RunCounts, ev: Event, call_used: bool = False) -> Any:
     c.events += 1
     if c.session_id is None:
         c.session_id = ev.session_id
+    _add_time(c, ev.wall_clock_ms)
     kind = classify_event(ev)
     if kind is CALL:
         if call_used:
@@ -177,6 +193,8 @@ def run_row(
     return {
         "run_id": run_id,
         "session_id": counts.session_id,
+        "started_at": event_time(counts.first_ms),
+        "ended_at": event_time(counts.last_ms),
         "source_file": source_file,
         "format": fmt,
         "events": counts.events,
@@ -202,6 +220,8 @@ def document_run_row(run: RunInput, joined: JoinedRun, readings: int) -> dict:
         tool_calls=readings,
         session_id=run.session_id or next((e.session_id for e in run.events if e.session_id), None),
     )
+    for ev in run.events:
+        _add_time(counts, ev.wall_clock_ms)
     return run_row(
         run.run_id,
         run.source_file,

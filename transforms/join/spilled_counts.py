@@ -36,7 +36,7 @@ __all__ = ["SpillLineRunRows", "PARTITIONS"]
 #: Files per producing bundle (and partitions joined alone): a partition holds about 1/16 of the runs.
 PARTITIONS = 16
 
-_FIELDS = ("events", "used", "not_needed", "dead_letters", "tool_calls", "session_id", "format")
+_FIELDS = ("events", "used", "not_needed", "dead_letters", "tool_calls", "session_id", "format", "first_ms", "last_ms")
 
 
 def _partition(run_id: str | None) -> int:
@@ -50,7 +50,7 @@ def _record(key: tuple, c: RunCounts) -> tuple:
 
 def _counts(record: tuple) -> tuple[tuple, RunCounts]:
     key, *values = record
-    return key, RunCounts(*values)
+    return key, RunCounts(**dict(zip(_FIELDS, values)))
 
 
 class _SpillCountsFn(beam.DoFn):

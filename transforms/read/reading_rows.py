@@ -13,9 +13,7 @@ recognized, or a declaration the bytes do not show (`door_disagrees`).
 
 from __future__ import annotations
 
-import math
 import re
-from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from typing import Any, Callable
 
@@ -25,6 +23,7 @@ from footprint_audit.readers import (
 )
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
+from footprint_audit.schemas.events import event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
@@ -94,23 +93,6 @@ def _served(value: Any, parsed: Any = UNDEFINED) -> tuple:
     return ("json-cut", n, None, list(cut.leaves), cut.words)
 
 
-# The instants a `datetime` (and so a Parquet timestamp row) can hold: years 1 to 9999.
-_MIN_MS = -62135596800000
-_MAX_MS = 253402300799999
-
-
-def _timestamp(ms: Any) -> datetime | None:
-    if type(ms) is int:  # the usual wall clock: whole milliseconds
-        return _EPOCH + timedelta(0, 0, 0, ms) if _MIN_MS <= ms <= _MAX_MS else None
-    if not is_js_number(ms):
-        return None
-    f = float(ms)
-    if math.isnan(f) or not _MIN_MS <= f <= _MAX_MS:
-        return None
-    return _EPOCH + timedelta(milliseconds=int(f))
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -191,7 +173,7 @@ def reading_values(
     end = call.end
     if end is not None:
         end_p = end.payload
-        ended_at = _timestamp(end.meta.get("wallClockMs"))
+        ended_at = event_time(end.meta.get("wallClockMs"))
         duration = end_p.get("durationMs")
         duration = float(duration) if is_js_number(duration) else None
         status = end_p.get("status")

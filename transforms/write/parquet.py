@@ -32,7 +32,7 @@ A shard whose rows take more than `sort_run_bytes` of Arrow memory (millions of 
 from a few KB of gzip) is sorted in runs of that size, spilled to local disk, and merged as its
 file is written: the same rows in the same order, and no worker holds the shard whole.
 
-`WriteTables(..., partitions={"readings": "ended_date"})` writes a table in
+`WriteTables(..., partitions={"readings": "ended_date", …})` writes a table in
 Hive layout (`readings/ended_date=2026-11-30/part-SSSSS-of-NNNNN.parquet`):
 each shard's sorted rows are cut by the value, so the files stay deterministic.
 """
@@ -290,10 +290,10 @@ def without_copies(table: str, arrow: pa.Table, copies: list[tuple[str, str]]) -
     return arrow
 
 
-def partitions_of(arrow: pa.Table, key: str) -> list[tuple[str, pa.Table]]:
+def partitions_of(arrow: pa.Table, table: str, key: str) -> list[tuple[str, pa.Table]]:
     """A sorted table cut by a partition key (`schemas.tables.PARTITION_KEYS`): `(folder, rows)`
     per value, in the value's order (dates, then the null folder), each keeping the rows' order."""
-    _table, column = PARTITION_KEYS[key]
+    column = PARTITION_KEYS[key][table]
     dates = arrow.column(column).cast(pa.date32()).cast(pa.string())  # the UTC date of the timestamp
     out = []
     for value in sorted(set(dates.to_pylist()), key=lambda v: (v is None, v or "")):
@@ -344,7 +344,7 @@ class _WriteShardFn(beam.DoFn):
                 paths = [write_arrow_file(FileSystems.join(self.directory, table, name), arrow)]
             else:  # Hive layout: one file per shard and value
                 paths = [write_arrow_file(FileSystems.join(self.directory, table, folder, name), rows)
-                         for folder, rows in partitions_of(arrow, key)]
+                         for folder, rows in partitions_of(arrow, table, key)]
             del arrow
         give_back_memory()  # the next shard's rows do not come on top of this one's in the resident size
         return paths
@@ -484,7 +484,7 @@ def _write_pieces(directory: str, table: str, name: str, key: str | None, pieces
     writers: dict[str, tuple[str, Any, pq.ParquetWriter]] = {}
     try:
         for piece in pieces:
-            for folder, rows in [("", piece)] if key is None else partitions_of(piece, key):
+            for folder, rows in [("", piece)] if key is None else partitions_of(piece, table, key):
                 if folder not in writers:
                     path = FileSystems.join(directory, table, *([folder] if folder else []), name)
                     sink = pa.BufferOutputStream() if "://" in path else FileSystems.create(path)
