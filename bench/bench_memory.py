@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             (d / name).write_bytes(gzip.compress(data, 9))
             largest: dict = {}
             rss, t, rc = cli_peak(d, work / f"out-{name}", *extra, largest=largest)
-            print(f"| 1 gzip {what.format(n=n)} ({(d / name).stat().st_size:,} bytes) | "
+            print(f"| 1 gzip {what.format(n=n)} ({(d / name).stat().st_size:,} bytes){' '.join(['', *extra])} | "
                   f"{n:,} dead letters | – | – | {rss:,.0f} MB (largest process {largest['MB']:,.0f} MB)"
                   f"{'' if rc == 0 else ' (FAILED)'} | {t:.1f} s |")
             shutil.rmtree(d, ignore_errors=True)

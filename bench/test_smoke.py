@@ -184,6 +184,7 @@ def test_the_report_benchmark_measures_the_report_on_a_written_output(tmp_path):
     figures = bench_report.measure(tmp_path, 3000, 1)
     assert sum(tool_counts(tmp_path / "out-3000").values()) == 3000
     assert figures["lines"] > 20 and figures["MB"] > 0 and 0 < figures["embedded"] <= 3000
+    assert 50 < figures["rss MiB"] < 4096  # the report process's own peak, not this one's
 
 
 def pq_rows(folder: Path) -> int:

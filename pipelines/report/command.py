@@ -11,6 +11,8 @@ Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
        first `MAX_LISTED` rows and names the query that lists them all.
        With `--html FILE` it also writes one self-contained HTML page
        (`pipelines.report.html`) that embeds a bounded sample of the calls.
+       DuckDB works in a temporary folder with at most `MEMORY_LIMIT` of
+       memory, so the report's peak does not grow with the output.
        Only the current reading of a call counts: its latest revision.
 Emits: text on stdout, the HTML file when asked; one sentence on stderr and
        exit code 2 when DIR is missing, empty, not an output directory or
@@ -25,8 +27,10 @@ Run:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,8 +47,12 @@ from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_quer
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters_all": "dead_letters", "runs_all": "runs"}
 
-#: The views the report computes once, as temporary tables (each is read by many summaries).
+#: The views the report computes once, as tables (each is read by many summaries).
 MATERIALIZED = ("readings_current", "call_buckets")
+
+#: DuckDB's memory in `report`: beyond it, its tables and sorts spill to a temporary folder, so the
+#: report's peak does not grow with the output (bench/README.md, "The report on a large output").
+MEMORY_LIMIT = "256MB"
 
 #: How many rows a long list shows (tools, door disagreements, dead letters by file), in the terminal
 #: and on the page; each says the query of `ALL_QUERIES` that lists them all.
@@ -116,10 +124,15 @@ def _sql_path(path: Path) -> str:
     return path.resolve().as_posix().replace("'", "''")
 
 
-def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
-    """A DuckDB connection holding the views over `out`; a table with no files reads as empty."""
+def connect(out: Path, tables: dict[str, list[Path]], scratch: str | None = None) -> Any:
+    """A DuckDB connection holding the views over `out`; a table with no files reads as empty. With a
+    `scratch` folder, its database and what it spills live there, and it holds at most `MEMORY_LIMIT`."""
     duckdb = import_duckdb()
-    con = duckdb.connect()
+    if scratch is None:
+        con = duckdb.connect()
+    else:
+        con = duckdb.connect(os.path.join(scratch, "views.duckdb"),
+                             config={"memory_limit": MEMORY_LIMIT, "temp_directory": scratch})
     con.execute("SET TimeZone = 'UTC'")
     for statement in split_statements(views_sql()):
         head = re.search(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", statement)
@@ -132,7 +145,7 @@ def connect(out: Path, tables: dict[str, list[Path]]) -> Any:
             read = f" UNION ALL BY NAME {body}" if tables[table] else ""
             statement = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}__empty{read}"
         elif name in MATERIALIZED:  # read once for every summary, not once per query
-            statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP TABLE", statement, count=1)
+            statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TABLE", statement, count=1)
         try:
             con.execute(statement.replace("{out}", _sql_path(out)))
         except duckdb.Error as err:
@@ -165,8 +178,9 @@ def call_sample_sql() -> str:
     taken in the order of a hash of their key: a spread, not the earliest ones, and the same on every run."""
     bars = f"LEAST(by_tool, by_emptiness, by_outcome) <= {SAMPLE_PER_SEGMENT} OR by_tool <= {SAMPLE_PER_TOOL}"
     return f"""
-        WITH keyed AS (
-          SELECT *, hash(run_id, tool_call_id, occurrence) AS sample_key
+        WITH keyed AS (  -- the keys only: the windows below sort every call
+          SELECT run_id, tool_call_id, occurrence, tool, emptiness_label, outcome, bucket,
+                 hash(run_id, tool_call_id, occurrence) AS sample_key
           FROM call_list WHERE worst_rank <= {MAX_HTML_TOOLS}
         ), ranked AS (
           SELECT *,
@@ -187,7 +201,7 @@ def call_sample_sql() -> str:
                    sample_key
           LIMIT {MAX_HTML_CALLS}
         )
-        SELECT * EXCLUDE (sample_key, by_tool, by_emptiness, by_outcome, by_bucket, by_panel) FROM picked
+        SELECT * FROM (SELECT c.* FROM picked JOIN call_list AS c USING (run_id, tool_call_id, occurrence))
         ORDER BY worst_rank, {_EMPTINESS_ORDER}, ended_at NULLS LAST, run_id, tool_call_id, occurrence"""
 
 
@@ -445,9 +459,12 @@ def run(argv: list[str] | None = None) -> int:
             # UTC, as the report buckets and dates its calls
             sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql().replace("{out}", _sql_path(args.dir)))
             return 0
-        con = connect(args.dir, tables)
-        summary = collect(con, args.dir, with_calls=args.html is not None)
-        con.close()
+        with tempfile.TemporaryDirectory(prefix="footprint-audit-report-") as scratch:
+            con = connect(args.dir, tables, scratch)
+            try:
+                summary = collect(con, args.dir, with_calls=args.html is not None)
+            finally:
+                con.close()
         sys.stdout.write(render_text(summary))
         if args.html is not None:
             write_html(summary, args.html)
