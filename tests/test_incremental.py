@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -37,6 +38,7 @@ from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.pipelines.reassess.incremental import increment_prefix
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.schemas.tables import SCHEMA_VERSION
+from footprint_audit.transforms.read import READER_VERSION
 from test_kill_restart import make_input
 
 TABLES = ("readings", "dead_letters", "runs")
@@ -238,6 +240,19 @@ def test_refusals_are_one_sentence_and_exit_2(full, tmp_path):
     said = one_sentence(reassess_cli("--input", inp, "--output", str(same), "--incremental", "--declarations",
                                      DECLARATIONS, "--partition-by", "ended_date"), 2)
     assert "holds flat readings" in said and tree_bytes(same) == before
+    # Readings of other reader rules (an output of the package version before the rules had their own)
+    other = tmp_path / "other-rules"
+    shutil.copytree(full, other)
+    for f in (other / MANIFEST_TABLE).glob("*.parquet"):
+        table = pq.read_table(f)
+        column = pa.array(["0.1.0"] * len(table), pa.string())
+        pq.write_table(table.set_column(table.schema.get_field_index("reader_version"), "reader_version", column), f)
+    before = tree_bytes(other)
+    said = one_sentence(reassess_cli("--input", inp, "--output", str(other), "--incremental", "--declarations",
+                                     DECLARATIONS), 2)
+    assert said.endswith(f"--output {other} was read by reader version 0.1.0 and this is {READER_VERSION}: run without "
+                         "--incremental to read everything again (then `footprint-audit diff` shows what moved)")
+    assert tree_bytes(other) == before
     # Tables of an older schema version (a runs file without the columns added since): never mixed.
     older = tmp_path / "older"
     shutil.copytree(full, older)
@@ -367,7 +382,6 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
 
 def test_the_report_shows_the_reader_version_and_the_increments(full, batched, tmp_path, capsys):
     from footprint_audit.pipelines.report import command as report
-    from footprint_audit.transforms.read.reading_rows import READER_VERSION
 
     assert report.run([str(batched), "--html", str(tmp_path / "r.html")]) == 0
     text = capsys.readouterr().out

@@ -14,7 +14,6 @@ recognized, or a declaration the bytes do not show (`door_disagrees`).
 from __future__ import annotations
 
 import re
-from importlib import metadata
 from typing import Any, Callable
 
 from footprint_audit.readers import (
@@ -23,6 +22,7 @@ from footprint_audit.readers import (
 )
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
+from footprint_audit.readers.rules import RULES_VERSION
 from footprint_audit.schemas.events import event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
@@ -30,14 +30,8 @@ from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 __all__ = ["reading_row", "reading_values", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
 
 
-def _version() -> str:
-    try:
-        return metadata.version("footprint-audit")
-    except metadata.PackageNotFoundError:  # running from a source tree
-        return "0.1.0"
-
-
-READER_VERSION = _version()
+#: What a reading records it was read by: the reader rules' version (`readers.rules`).
+READER_VERSION = RULES_VERSION
 
 #: The `readings` columns in the table's order: the order of `reading_values`' tuple.
 READING_COLUMNS: tuple[str, ...] = tuple(READINGS.names)
