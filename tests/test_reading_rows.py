@@ -23,6 +23,7 @@ Calls are built from small event lists through `transforms.calls.from_events.joi
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 from datetime import datetime, timedelta, timezone
 
 import orjson
@@ -238,6 +239,31 @@ def test_every_readings_column_is_present_for_every_kind_of_call():
         row = reading_row(call, rows_at_rows)
         assert set(row) == set(READINGS.names), call.tool_call_id
         fits_schema(row)
+
+
+def test_values_follow_their_column_names_whatever_the_schemas_order(monkeypatch):
+    # two columns of one type swapped in the schema: each value stays under its name (a positional
+    # tuple would put door_absent's value under door_bounded, silently)
+    from footprint_audit.transforms.read import reading_rows
+
+    rec = Recorder()
+    rec.start()
+    rec.coverage()
+    rec.end(result={"af_coverage": {"checked": [{"what": "db"}], "note": "n"}, "result": {"rows": [1, 2, 3]}})
+    call = rec.calls()[0]
+    before = reading_row(call, rows_at_rows)
+    assert (before["door_absent"], before["door_bounded"]) == (False, True)
+    names = list(READINGS.names)
+    i, j = names.index("door_absent"), names.index("door_bounded")
+    names[i], names[j] = names[j], names[i]
+    for columns in (names, [*names, "door_reason"]):  # the order (and getter) the module takes from the schema
+        monkeypatch.setattr(reading_rows, "READING_COLUMNS", tuple(columns))
+        monkeypatch.setattr(reading_rows, "_IN_ORDER", itemgetter(*columns))
+        if "door_reason" not in columns:
+            assert reading_row(call, rows_at_rows) == before
+    # a column the schema has and the row does not name fails at once
+    with pytest.raises(KeyError, match="door_reason"):
+        reading_row(call, rows_at_rows)
 
 
 def test_reader_version_and_declarations_hash_are_handed_in():

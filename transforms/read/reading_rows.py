@@ -14,6 +14,7 @@ recognized, or a declaration the bytes do not show (`door_disagrees`).
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any, Callable
 
 from footprint_audit.readers import (
@@ -35,6 +36,7 @@ READER_VERSION = RULES_VERSION
 
 #: The `readings` columns in the table's order: the order of `reading_values`' tuple.
 READING_COLUMNS: tuple[str, ...] = tuple(READINGS.names)
+_IN_ORDER = itemgetter(*READING_COLUMNS)
 
 #: `served_rest` is cut to this many characters.
 SERVED_REST_MAX = 4096
@@ -45,13 +47,24 @@ def kept_out_test(value: Any) -> bool:
     return is_placeholder(value)
 
 
-#: The reading columns of a call that is not read (no value, not `ran`, withheld), in row order.
-_NOT_READ = (None, None, None, None, None, None, None, None, False, False, None, None, False)
+#: The reading columns of a call that is not read (no value, not `ran`, withheld).
+_NOT_READ = {
+    "emptiness": None, "rows": None, "rows_source": None, "rows_at": None, "counted_at": None,
+    "described_facts": None, "described_series": None, "described_edges": None, "bounded": False,
+    "undeclared_shape": False, "rows_unread": None, "emptiness_without_door": None, "door_disagrees": False,
+}
 #: The reading columns of a read call whose value is a redaction placeholder.
-_REDACTED = ("unknown", None, None, None, None, None, None, None, False, False, "redacted", "unknown", False)
-#: The `served_*` columns of a structured value (or no value), in row order.
-_NO_SERVED = (None, None, None, None, None)
-_SERVED_KEYS = ("served_kind", "served_values", "served_rest", "served_leaves", "served_words")
+_REDACTED = {**_NOT_READ, "emptiness": "unknown", "rows_unread": "redacted", "emptiness_without_door": "unknown"}
+
+
+def _served_as(kind: str | None, values: int | None, rest: str | None = None, leaves: list | None = None,
+               words: str | None = None) -> dict:
+    return {"served_kind": kind, "served_values": values, "served_rest": rest, "served_leaves": leaves,
+            "served_words": words}
+
+
+#: The `served_*` columns of a structured value (or no value).
+_NO_SERVED = _served_as(None, None)
 
 
 def served_columns(value: Any, parsed: Any = UNDEFINED) -> dict:
@@ -60,31 +73,26 @@ def served_columns(value: Any, parsed: Any = UNDEFINED) -> dict:
     `parsed` is `parse_maybe_json(value)` when the caller has it: text that
     parsed whole is one JSON value with nothing after it (`json`, 1).
     """
-    return dict(zip(_SERVED_KEYS, _served(value, parsed)))
-
-
-def _served(value: Any, parsed: Any = UNDEFINED) -> tuple:
-    """`served_columns` as a tuple in row order: (kind, values, rest, leaves, words)."""
     if type(value) is not str:
         return _NO_SERVED
     if parsed is not UNDEFINED and parsed is not value:
-        return ("json", 1, None, None, None)
+        return _served_as("json", 1)
     t = js_trim(value)
     if not t or t[0] not in "{[":
-        return ("text", 0, None, None, None)
+        return _served_as("text", 0)
     lead = leading_json_values(t)
     n = len(lead.values)
     if n:
         if not lead.rest:
-            return ("json", n, None, None, None)
+            return _served_as("json", n)
         cut = json_prefix_of(lead.rest)
         if cut is None:
-            return ("json+text", n, lead.rest[:SERVED_REST_MAX], None, None)
+            return _served_as("json+text", n, lead.rest[:SERVED_REST_MAX])
     else:
         cut = json_prefix_of(t)
         if cut is None:
-            return ("text", 0, None, None, None)
-    return ("json-cut", n, None, list(cut.leaves), cut.words)
+            return _served_as("text", 0)
+    return _served_as("json-cut", n, None, list(cut.leaves), cut.words)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -160,8 +168,9 @@ def reading_values(
 ) -> tuple:
     """One call → its `readings` row as a tuple of values in the table's column order (`READING_COLUMNS`).
 
-    The form the job's writer takes (`transforms.write.parquet.rows_to_arrow`): no dict is built
-    per call, and the values are already in the order Arrow's columns are made in.
+    Each value is set under its column's name, then put in the order of the Arrow schema, the form
+    the job's writer takes (`transforms.write.parquet.rows_to_arrow`): a column in the schema that
+    the row does not name fails here, and an order of the schema's columns cannot misplace a value.
     `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row.
     """
     end = call.end
@@ -189,51 +198,49 @@ def reading_values(
         if declared is not None and call.door_from == DOOR_VALUE:
             # No door held: the reading used the door read off the value.
             door_absent, door_bounded = declared.absent, declared.bounded
-        served = _served(value, data)
+        served = served_columns(value, data)
         resolved, paging = _facts(door, data)
         if call.outcome == "ran" and call.withheld_by is None:
             reading = _reading(call, value, data, door, rows_at_for(call.tool_name), declared)
         else:
             reading = _NOT_READ
-    values = (
-        call.run_id,
-        call.session_id,
-        call.tool_call_id,
-        call.occurrence,
-        call.tool_name,
-        call.iteration,
-        ended_at,
-        duration,
-        call.outcome,
-        call.withheld_by,
-        status,
-        value_from,
-        call.door_from,
-        door_absent,
-        door_bounded,
-        call.described is not UNDEFINED,  # door_described
-        *reading[:11],  # emptiness ... rows_unread (`_reading`'s first eleven)
-        declared.absent if declared else None,  # value_declares_absent
-        declared.bounded if declared else None,  # value_declares_bounded
-        declared.gap if declared else None,  # value_declares_gap
-        reading[11],  # emptiness_without_door
-        reading[12],  # door_disagrees
-        *served,  # served_kind, served_values, served_rest, served_leaves, served_words
-        _resolved_rows(resolved),
-        paging_next_text(paging) if paging is not None else None,
-        (paging.get("next") is None) if paging is not None else None,  # paging_complete
-        call.source_file,
-        call.event_index,
-        reader_version,
-        declarations_sha256,
-        0,  # revision
-        None,  # emitted_at
-    )
-    for i in _FROM_VALUE_TEXT_AT:
-        v = values[i]
+    row = {
+        "run_id": call.run_id,
+        "session_id": call.session_id,
+        "tool_call_id": call.tool_call_id,
+        "occurrence": call.occurrence,
+        "tool_name": call.tool_name,
+        "iteration": call.iteration,
+        "ended_at": ended_at,
+        "duration_ms": duration,
+        "outcome": call.outcome,
+        "withheld_by": call.withheld_by,
+        "status": status,
+        "value_from": value_from,
+        "door_from": call.door_from,
+        "door_absent": door_absent,
+        "door_bounded": door_bounded,
+        "door_described": call.described is not UNDEFINED,
+        **reading,
+        "value_declares_absent": declared.absent if declared else None,
+        "value_declares_bounded": declared.bounded if declared else None,
+        "value_declares_gap": declared.gap if declared else None,
+        **served,
+        "resolved": _resolved_rows(resolved),
+        "paging_next": paging_next_text(paging) if paging is not None else None,
+        "paging_complete": (paging.get("next") is None) if paging is not None else None,
+        "source_file": call.source_file,
+        "event_index": call.event_index,
+        "reader_version": reader_version,
+        "declarations_sha256": declarations_sha256,
+        "revision": 0,
+        "emitted_at": None,
+    }
+    for name in _FROM_VALUE_TEXT:
+        v = row[name]
         if v is not None and not (type(v) is str and v.isascii()):
-            values = values[:i] + (utf8_safe(v),) + values[i + 1:]
-    return values
+            row[name] = utf8_safe(v)
+    return _IN_ORDER(row)  # a column the row lacks is a KeyError here
 
 
 def reading_row(
@@ -248,7 +255,6 @@ def reading_row(
 
 #: Columns whose strings come from inside the value (JSON text may escape lone surrogates).
 _FROM_VALUE_TEXT = ("served_rest", "served_leaves", "served_words", "resolved", "paging_next", "counted_at", "rows_at")
-_FROM_VALUE_TEXT_AT = tuple(READING_COLUMNS.index(k) for k in _FROM_VALUE_TEXT)
 
 
 def _same_door(door: dict | None, declared: Any) -> bool:
@@ -264,26 +270,26 @@ def _same_door(door: dict | None, declared: Any) -> bool:
 
 def _reading(
     call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any
-) -> tuple:
-    """The reading columns of a read call, in row order (see `_NOT_READ`)."""
+) -> dict:
+    """The reading columns of a read call, by name (see `_NOT_READ`)."""
     kept_out = kept_out_test if call.served_under_policy else None
     if kept_out is not None and is_placeholder(value):
         return _REDACTED
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)
     bare = reading if _same_door(door, declared) else read_emptiness(data, rows_at=rows_at, kept_out=kept_out)
-    return (
-        reading.emptiness,
-        reading.rows,
-        reading.source,
-        reading.rows_at if type(reading.rows_at) is str else None,
-        [str(x) for x in reading.counted_at] if reading.counted_at is not None else None,
-        reading.described_count("facts"),
-        reading.described_count("series"),
-        reading.described_count("edges"),
-        reading.bounded,
-        reading.undeclared_shape,
-        reading.rows_unread,
-        bare.emptiness,
-        reading.emptiness != bare.emptiness,
-    )
+    return {
+        "emptiness": reading.emptiness,
+        "rows": reading.rows,
+        "rows_source": reading.source,
+        "rows_at": reading.rows_at if type(reading.rows_at) is str else None,
+        "counted_at": [str(x) for x in reading.counted_at] if reading.counted_at is not None else None,
+        "described_facts": reading.described_count("facts"),
+        "described_series": reading.described_count("series"),
+        "described_edges": reading.described_count("edges"),
+        "bounded": reading.bounded,
+        "undeclared_shape": reading.undeclared_shape,
+        "rows_unread": reading.rows_unread,
+        "emptiness_without_door": bare.emptiness,
+        "door_disagrees": reading.emptiness != bare.emptiness,
+    }
