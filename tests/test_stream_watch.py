@@ -120,9 +120,9 @@ def test_a_failed_offset_commit_is_counted():
         def commit(self, **_kw):
             raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
-    stream_status.reset()
+    stream_status.reset_status()
     _commit(KafkaSpec("b:1", "events", "g", 1 << 20), {0: (5, 1)}, Refusing())
-    assert stream_status.snapshot().failed_commits == 1
+    assert stream_status.status_snapshot().failed_commits == 1
 
 
 def test_the_watch_flags_are_checked(capsys):

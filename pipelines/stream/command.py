@@ -51,7 +51,7 @@ from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.stream import (
     COUNT_FIXES, COUNTS, DEAD, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
     ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
-    records_read,
+    records_read, status_snapshot,
 )
 from footprint_audit.transforms.stream import DEAD_LETTERS as JOIN_DEAD
 
@@ -405,6 +405,10 @@ def run(argv: list[str] | None = None) -> int:
         except Exception as exc:  # the tables are written; the next pass or `compact` rolls them up
             print(f"footprint-audit stream: the roll-up of {args.output} failed: {exc}", file=sys.stderr)
     summary = stream_summary(args.output)
+    if kind == "kafka":  # noted by the workers where they run: in this process (local runner, LOOPBACK) or unknown
+        noted = status_snapshot()
+        summary = (summary + "; " if summary else "") + (
+            f"failed offset commits {noted.failed_commits:,}" if noted.records is not None else "failed offset commits unknown")
     print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
     return 0
 

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from footprint_audit.pipelines.flink import latest_checkpoint
 from footprint_audit.pipelines.launch import UsageError
-from footprint_audit.transforms import stream as stream_status
+from footprint_audit.transforms.stream import reset_status, status_snapshot
 
 __all__ = ["add_arguments", "Figures", "progress_line", "prometheus_text", "Outage", "KafkaCheck", "Watch"]
 
@@ -214,7 +214,7 @@ class Watch:
         self.thread: threading.Thread | None = None
 
     def figures(self, per_minute: float | None = None) -> Figures:
-        now = stream_status.snapshot()
+        now = status_snapshot()
         age = None
         chk = latest_checkpoint(self.state_dir / "checkpoints") if self.state_dir else None
         if chk is not None:
@@ -228,7 +228,7 @@ class Watch:
                        self.state_dir is not None, self.reachable, ready)
 
     def __enter__(self) -> "Watch":
-        stream_status.reset()  # figures of this job only (the tests run several in one process)
+        reset_status()  # figures of this job only (the tests run several in one process)
         if self.port:
             try:
                 self.server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
@@ -277,7 +277,7 @@ class Watch:
 
         topic = check.topic
         try:
-            lag = check.lag(stream_status.snapshot().positions.get(topic))
+            lag = check.lag(status_snapshot().positions.get(topic))
             self.lag, self.reachable = (None if lag is None else {topic: lag}), True
         except KafkaException:
             self.lag, self.reachable = None, False

@@ -66,6 +66,7 @@ def test_progress_lines_and_the_metrics_endpoint_follow_the_read(integration_jar
             if proc.poll() is None:
                 proc.kill()
     assert not _lines(log, "the Kafka brokers")
+    assert _lines(log, "done; tables under")[-1].endswith("; failed offset commits 0")  # the closing line says it too
 
 
 def test_a_broker_outage_is_one_line_when_it_starts_and_one_when_it_ends(integration_jars, tmp_path):
@@ -94,5 +95,6 @@ def test_a_broker_outage_is_one_line_when_it_starts_and_one_when_it_ends(integra
                 proc.kill()
     said = _lines(log, "the Kafka brokers")
     assert len(said) == 2, said
+    assert re.search(r"; failed offset commits \d+$", _lines(log, "done; tables under")[-1])
     assert f"the Kafka brokers {broker.bootstrap} are unreachable since " in said[0]
     assert re.search(rf"the Kafka brokers {re.escape(broker.bootstrap)} are reachable again after \d+ s$", said[1])

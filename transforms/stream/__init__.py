@@ -4,11 +4,12 @@ from .events import COUNTS, DEAD, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from .join import COUNT_FIXES, DEAD_LETTERS, STATE_LAYOUT, StatefulCallJoin
 from .kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, records_read
 from .pubsub_read import ReadPubSubEvents
-from .status import reset, snapshot
+from .status import reset_status, status_snapshot
 from .write import MarkEndOfInput, WriteStreamTable, every_few_seconds
 
 __all__ = [
     "COUNTS", "COUNT_FIXES", "ClassifyAndKeyFn", "DEAD", "DEAD_LETTERS", "KEYED", "KafkaSpec", "MarkEndOfInput",
     "ReadFilesAsStreamFn", "ReadKafkaEvents", "ReadPubSubEvents", "STATE_LAYOUT", "StatefulCallJoin",
-    "WriteStreamTable", "check_topic", "commit_positions", "every_few_seconds", "records_read", "reset", "snapshot",
+    "WriteStreamTable", "check_topic", "commit_positions", "every_few_seconds", "records_read", "reset_status",
+    "status_snapshot",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["Snapshot", "note_read", "note_held", "note_failed_commit", "snapshot", "reset"]
+__all__ = ["Snapshot", "note_read", "note_held", "note_failed_commit", "status_snapshot", "reset_status"]
 
 _LOCK = threading.Lock()
 
@@ -57,14 +57,14 @@ def note_failed_commit() -> None:
         _NOW.failed_commits += 1
 
 
-def snapshot() -> Snapshot:
+def status_snapshot() -> Snapshot:
     """A copy of the figures noted so far."""
     with _LOCK:
         return Snapshot(_NOW.records, {t: dict(p) for t, p in _NOW.positions.items()}, _NOW.watermark_ms,
                         _NOW.calls_held, _NOW.failed_commits)
 
 
-def reset() -> None:
+def reset_status() -> None:
     """Forget what was noted (a new job in the same process; tests)."""
     global _NOW
     with _LOCK:
