@@ -17,6 +17,7 @@ from helpers import EXAMPLES, fn_api_runner, load_table
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import DeadLetter, Event, RunInput, SourceFile
 from footprint_audit.schemas.tables import TABLES
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS
 from footprint_audit.transforms.join import keyed as join_mod
 from footprint_audit.transforms.decode import input_files as read_mod
 from footprint_audit.transforms.write import parquet as write_mod
@@ -67,7 +68,7 @@ def test_read_input_files_splits_documents_stream_events_and_dead_letters(tmp_pa
             label="events",
         )
         assert_that(
-            out[read_mod.DEAD_LETTERS] | "Dl" >> beam.Map(lambda r: (r["event_index"], r["reason"])),
+            out[DEAD_LETTERS] | "Dl" >> beam.Map(lambda r: (r["event_index"], r["reason"])),
             equal_to([(1, "not-json")]),
             label="dead",
         )
@@ -104,7 +105,7 @@ def test_join_recording_runs_joins_in_place_and_counts_the_run():
             label="runs",
         )
         assert_that(
-            out[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda rows: [(r["event_index"], r["reason"]) for r in rows]),
+            out[DEAD_LETTERS] | "D" >> beam.Map(lambda rows: [(r["event_index"], r["reason"]) for r in rows]),
             equal_to([[(3, "redacted-call-id"), (5, "not-an-envelope")]]),
             label="dead",
         )
@@ -133,7 +134,7 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
             label="runs",
         )
         assert_that(
-            keyed[join_mod.DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["source_file"], r["reason"])),
+            keyed[DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["source_file"], r["reason"])),
             equal_to([("b.jsonl", "missing-call-id")]),
             label="dead",
         )
@@ -440,6 +441,6 @@ def test_a_recording_file_of_many_dead_letters_sends_them_in_lists_of_at_most_a_
     source.runs[0].dead_letters = [DeadLetter("d.json", i, "r1", "not-an-event", "d", b"1") for i in range(n)]
     source.dead_letters = [DeadLetter("d.json", None, None, "not-json", "d", b"")]
     out = list(join_mod._JoinDocumentFn().process(source))
-    lists = [o.value for o in out if getattr(o, "tag", None) == join_mod.DEAD_LETTERS]
+    lists = [o.value for o in out if getattr(o, "tag", None) == DEAD_LETTERS]
     assert [len(rows) for rows in lists] == [join_mod.DEAD_LETTER_ROWS, join_mod.DEAD_LETTER_ROWS, 6]
     assert [r["event_index"] for rows in lists for r in rows] == [*range(n), None]

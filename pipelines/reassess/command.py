@@ -74,6 +74,7 @@ from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
 from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
 from footprint_audit.transforms import decode as read_mod
 from footprint_audit.transforms import join as join_mod
+from footprint_audit.transforms.dead_letters import DeadLetterCollector
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES, ReadInputFiles
 from footprint_audit.transforms.join import (
     DEFAULT_MAX_PARTITION_BYTES, RECORDING, STREAM, JoinRecordingRuns, KeyLineEvents, RunCopiesToDrop, claim_of,
@@ -183,10 +184,11 @@ def build_pipeline(
     listing = p | "ListInputs" >> ListInputs(list(inputs), output, skip)
     listed, shards_by_size = plan.spread(listing)
     readings_shards: Any = shards or shards_by_size
+    dead = DeadLetterCollector()
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
     joined_docs = read["documents"] | "JoinRecordingRuns" >> JoinRecordingRuns()
-
     keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
+    dead.take(read, joined_docs, keyed)
     joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> plan.join_events(keyed[join_mod.FACTS])
     stream_runs = plan.stream_runs((read[read_mod.COUNTS], keyed[join_mod.COUNTS], joined_stream[join_mod.COUNTS]))
 
@@ -196,10 +198,9 @@ def build_pipeline(
         joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
         joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
     )
-    dead: tuple = (read[read_mod.DEAD_LETTERS], joined_docs[join_mod.DEAD_LETTERS], keyed[join_mod.DEAD_LETTERS])
     if duplicates:
         letters = duplicate_letters({display_name(path): kept for path, kept in duplicates.items()})
-        dead += (p | "DuplicateFiles" >> beam.Create(letters),)
+        dead.take(p | "DuplicateFiles" >> beam.Create(letters))
     runs = (joined_docs[join_mod.RUNS], stream_runs)
 
     # A run read from several files is read once: one small claim per run and file finds the copies to leave out.
@@ -211,7 +212,7 @@ def build_pipeline(
 
     # The dead letters go one file per BYTES_PER_SHARD of input as the readings by default: each row's
     # file is its bucket (of a fixed number) modulo that count.
-    tables = {"readings": readings, "dead_letters": dead, "runs": runs}
+    tables = {"readings": readings, "dead_letters": dead.close(p), "runs": runs}
     partitions = dict.fromkeys(PARTITION_KEYS[partition_by], partition_by) if partition_by else None
     tables | "WriteTables" >> plan.write_tables(staging, readings_shards, shards_by_size, copies, partitions)
 

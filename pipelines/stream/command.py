@@ -46,14 +46,14 @@ from footprint_audit.pipelines.launch import UsageError, failure_sentence, inter
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms.calls import add_counts, run_row
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.stream import (
-    COUNT_FIXES, COUNTS, DEAD, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
+    COUNT_FIXES, COUNTS, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
     ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
     records_read, status_snapshot,
 )
-from footprint_audit.transforms.stream import DEAD_LETTERS as JOIN_DEAD
 
 from . import watch as stream_watch
 from .summary import stream_summary
@@ -157,15 +157,18 @@ def build_stream(
     `started_marker`: a file the Kafka read creates when it first runs.
     """
     events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
-    classified = events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD, COUNTS, main="unused")
+    classified = gives_dead_letters(
+        events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused"))
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
     )
+    dead = DeadLetterCollector()
+    dead.take(classified, joined)
     # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
     w, flush = args.window_seconds, 0 if parse_source(source_uri)[0] == "file" else args.flush_seconds
     written = [
         joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
-        (classified[DEAD], joined[JOIN_DEAD])
+        dead.close(p)
         | "AllDeadLetters" >> beam.Flatten()
         | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush),
     ]

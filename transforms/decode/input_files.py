@@ -22,6 +22,7 @@ from apache_beam.metrics import Metrics
 from footprint_audit.schemas.events import Event, SourceFile
 from footprint_audit.schemas.names import source_name
 from footprint_audit.transforms.calls import RunCounts
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 from footprint_audit.transforms.process import Progress, tune_gc
 
 from . import (
@@ -29,10 +30,9 @@ from . import (
     sources,
 )
 
-__all__ = ["ReadInputFiles", "EVENTS", "DEAD_LETTERS", "COUNTS"]
+__all__ = ["ReadInputFiles", "EVENTS", "COUNTS"]
 
 EVENTS = "events"
-DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
 
 
@@ -128,7 +128,7 @@ class ReadInputFiles(beam.PTransform):
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
         read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
-        return paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
+        return gives_dead_letters(paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
             EVENTS, DEAD_LETTERS, COUNTS, main="documents"
-        )
+        ))
 

@@ -33,6 +33,7 @@ from footprint_audit.transforms.calls import (
     document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
 from footprint_audit.transforms.decode import CallGroup, decode_held, encode_held, pack_held, unpack_held
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 
 __all__ = [
     "JoinRecordingRuns",
@@ -41,14 +42,12 @@ __all__ = [
     "JoinCallFn",
     "LineRunRows",
     "RUNS",
-    "DEAD_LETTERS",
     "COUNTS",
     "FACTS",
     "KEYED",
 ]
 
 RUNS = "runs"
-DEAD_LETTERS = "dead_letters"
 COUNTS = "counts"
 FACTS = "facts"
 KEYED = "keyed"
@@ -100,7 +99,7 @@ class JoinRecordingRuns(beam.PTransform):
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
         join = beam.ParDo(_JoinDocumentFn()).with_output_types(CallGroup)
-        return files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls")
+        return gives_dead_letters(files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls"))
 
 
 #: Held bytes a bundle gathers per key before it sends them on (the memory one bundle holds).
@@ -177,9 +176,9 @@ class KeyLineEvents(beam.PTransform):
     as one element, packed by `transforms.decode.held_codec.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
+        return gives_dead_letters(events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
             KEYED, FACTS, DEAD_LETTERS, COUNTS, main="unused"
-        )
+        ))
 
 
 def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:

@@ -7,7 +7,7 @@ Role:    between the stream's sources (`transforms.stream.kafka_read`, Pub/Sub,
          has no place in event time and is a `bad-field` dead letter.
 Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
          `(run_id, ((call_id, type, held bytes, behind_ms, event_ms), ...))` at the earliest
-         of their times, with the run's facts among them, `RUN_FACT`), dead-letter rows (`DEAD`)
+         of their times, with the run's facts among them, `RUN_FACT`), dead-letter rows (`DEAD_LETTERS`)
          and a run's partial counts of one bundle (`COUNTS`).
 """
 
@@ -27,12 +27,12 @@ from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, De
 from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS
 from footprint_audit.transforms.decode import encode_held, event_from_message, open_source
 from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
     "KEYED",
-    "DEAD",
     "COUNTS",
     "stamp",
     "stamp_message",
@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 KEYED = "keyed"
-DEAD = "dead_letters"
 COUNTS = "counts"
 
 #: Event times beyond this (year 275,760) are not representable as Beam timestamps.
@@ -172,7 +171,7 @@ class ClassifyAndKeyFn(beam.DoFn):
             if element.get("run_id") is not None:
                 add_dead_letter(self._count((element["run_id"], element["source_file"]), ms), element["event_index"])
                 self._held += 1
-            yield pvalue.TaggedOutput(DEAD, element)
+            yield pvalue.TaggedOutput(DEAD_LETTERS, element)
         else:
             source, ev, behind_ms = element
             kind = count_event(self._count((ev.run_id, source), ms), ev, call_used=True)
@@ -183,7 +182,7 @@ class ClassifyAndKeyFn(beam.DoFn):
                 held = (ev.payload["toolCallId"], ev.type, encode_held(source, ev), behind_ms, ms)
                 self._calls.setdefault(ev.run_id, []).append(held)
             elif kind is not NOT_NEEDED:
-                yield pvalue.TaggedOutput(DEAD, dead_letter_of(source, ev, *kind).row())
+                yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())
         if self._held >= BATCH_EVENTS:
             yield from self._batches()
 

@@ -64,6 +64,7 @@ from footprint_audit.schemas.events import (
     TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS, DeadLetter, Event,
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
 from footprint_audit.transforms.process import tune_gc
 from footprint_audit.transforms.read import READER_VERSION, reading_row
@@ -73,7 +74,6 @@ from .status import note_held
 
 __all__ = [
     "StatefulCallJoin",
-    "DEAD_LETTERS",
     "COUNT_FIXES",
     "STATE_LAYOUT",
     "event_order",
@@ -81,7 +81,6 @@ __all__ = [
     "order_call_events",
 ]
 
-DEAD_LETTERS = "dead_letters"
 COUNT_FIXES = "count_fixes"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
@@ -558,4 +557,5 @@ class StatefulCallJoin(beam.PTransform):
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
         keyed.element_type = typehints.KV[str, typehints.Tuple[typehints.Tuple[str, str, bytes, int, int], ...]]
-        return keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings")
+        return gives_dead_letters(
+            keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings"))
