@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             from footprint_audit.pipelines.diff import run
         code = run(rest)
         signum = lost_interrupt()  # a signal whose exception something swallowed: still the interrupt
-        return code if signum is None or code >= 128 else _interrupted(command, signum)
+        return code if signum is None or code >= 128 else _interrupted(command, 128 + signum)
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
@@ -80,12 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         signum = stop_signal_taken()
         if signum is None and not isinstance(exc, KeyboardInterrupt):
             raise
-        return _interrupted(command, signum if signum is not None else interrupted_exit(exc) - 128)
+        return _interrupted(command, 128 + signum if signum is not None else interrupted_exit(exc))
 
 
-def _interrupted(command: str, signum: int) -> int:
+def _interrupted(command: str, code: int) -> int:
     print(f"footprint-audit {command}: interrupted; nothing was published", file=sys.stderr)
-    return 128 + signum
+    return code
 
 
 if __name__ == "__main__":

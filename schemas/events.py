@@ -9,14 +9,11 @@ Emits:   nothing.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
-
-from footprint_audit.readers.jsvalues import is_js_number
 
 EVENT_PREFIX = "agentfootprint."
 
@@ -112,17 +109,16 @@ _MAX_MS = 253402300799999
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def is_event_time(ms: Any) -> bool:
+    """`event_time(ms)` is an instant: a JS number (never a bool) a timestamp can hold (NaN compares
+    false). Makes no datetime: the accounting asks it of every event."""
+    return (type(ms) is int or type(ms) is float) and _MIN_MS <= ms <= _MAX_MS
+
+
 def event_time(ms: Any) -> datetime | None:
-    """A recorded `meta.wallClockMs` as a UTC instant (whole milliseconds); None when it is not a
-    number a timestamp can hold."""
-    if type(ms) is int:  # the usual wall clock: whole milliseconds
-        return _EPOCH + timedelta(0, 0, 0, ms) if _MIN_MS <= ms <= _MAX_MS else None
-    if not is_js_number(ms):
-        return None
-    f = float(ms)
-    if math.isnan(f) or not _MIN_MS <= f <= _MAX_MS:
-        return None
-    return _EPOCH + timedelta(milliseconds=int(f))
+    """A recorded `meta.wallClockMs` as a UTC instant (whole milliseconds, a fraction cut toward zero);
+    None when it is not a number a timestamp can hold."""
+    return _EPOCH + timedelta(0, 0, 0, int(ms)) if is_event_time(ms) else None
 
 
 def recorded_time(raw: bytes) -> datetime | None:

@@ -67,7 +67,7 @@ QUALIFY event_index IS NULL OR ROW_NUMBER() OVER (
 -- Each record a stream's `runs` rows counted, once per position: a correction (a
 -- record first counted as used, then found a duplicate or late) over the first count.
 CREATE OR REPLACE VIEW run_records AS
-SELECT run_id, session_id, source_file, format, r.event_index, r.counted_as, r.tool_end
+SELECT run_id, session_id, started_at, ended_at, source_file, format, r.event_index, r.counted_as, r.tool_end
 FROM runs_all AS s, UNNEST(s.records) AS u(r)
 WHERE TRUE
 QUALIFY r.event_index IS NULL OR ROW_NUMBER() OVER (
@@ -83,24 +83,16 @@ FROM runs_all
 WHERE records IS NULL
 UNION ALL
 SELECT
-  c.run_id, c.session_id, t.started_at, t.ended_at, c.source_file, c.format, c.events, c.events_used,
-  c.events_not_needed, c.dead_letters, c.tool_calls,
+  run_id, MAX(session_id) AS session_id, MIN(started_at) AS started_at, MAX(ended_at) AS ended_at, source_file,
+  MAX(format) AS format,
+  COUNT(*) AS events,
+  SUM(CASE WHEN counted_as = 'used' THEN 1 ELSE 0 END) AS events_used,
+  SUM(CASE WHEN counted_as = 'not-needed' THEN 1 ELSE 0 END) AS events_not_needed,
+  SUM(CASE WHEN counted_as = 'dead-letter' THEN 1 ELSE 0 END) AS dead_letters,
+  SUM(CASE WHEN counted_as = 'used' AND tool_end THEN 1 ELSE 0 END) AS tool_calls,
   CAST(NULL AS BIGINT) AS dropped_events, CAST(NULL AS BOOLEAN) AS complete, FALSE AS served_under_policy
-FROM (
-  SELECT
-    run_id, MAX(session_id) AS session_id, source_file, MAX(format) AS format,
-    COUNT(*) AS events,
-    SUM(CASE WHEN counted_as = 'used' THEN 1 ELSE 0 END) AS events_used,
-    SUM(CASE WHEN counted_as = 'not-needed' THEN 1 ELSE 0 END) AS events_not_needed,
-    SUM(CASE WHEN counted_as = 'dead-letter' THEN 1 ELSE 0 END) AS dead_letters,
-    SUM(CASE WHEN counted_as = 'used' AND tool_end THEN 1 ELSE 0 END) AS tool_calls
-  FROM run_records
-  GROUP BY run_id, source_file
-) AS c
-LEFT JOIN (  -- a stream's rows each span their own events: the run's span is theirs together
-  SELECT run_id, source_file, MIN(started_at) AS started_at, MAX(ended_at) AS ended_at
-  FROM runs_all WHERE records IS NOT NULL GROUP BY run_id, source_file
-) AS t ON t.run_id IS NOT DISTINCT FROM c.run_id AND t.source_file = c.source_file;
+FROM run_records  -- each record's row spans that row's events: the run's span is its rows' together
+GROUP BY run_id, source_file;
 
 -- ---------------------------------------------------------------- calls
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from footprint_audit.schemas.events import TOOL_END, Event, RunInput, event_time
+from footprint_audit.schemas.events import TOOL_END, Event, RunInput, event_time, is_event_time
 
 from .call_types import Call, JoinedRun
 from .from_events import CALL, NOT_NEEDED, classify_event
@@ -89,7 +89,7 @@ def add_counts(parts: Iterable[RunCounts]) -> RunCounts:
 
 def _add_time(c: RunCounts, ms: Any) -> None:
     """Widen `c`'s event times to take in `ms` (ignored when it is no time `event_time` reads)."""
-    if ms is None or event_time(ms) is None:
+    if not is_event_time(ms):
         return
     if c.first_ms is None or ms < c.first_ms:
         c.first_ms = ms
