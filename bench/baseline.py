@@ -138,18 +138,15 @@ def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
     events = 0
     for path in files:
         opened = open_source(path, max_event_bytes)
-        if isinstance(opened, SourceFile):
-            joined_runs = [(run, join_run(run)) for run in opened.runs]
-            for run, joined in joined_runs:
-                events += len(run.events) + len(run.dead_letters)
-                readings.extend(reading_values(c, rows_at_for, declarations_sha256=sha) for c in joined.calls)
-            file_dead, file_runs = document_rows(opened, joined_runs)
-            dead += file_dead
-            runs += file_runs
-            continue
-        fmt, items = opened
-        for item in items:
-            streams.add(path, fmt, item)
+        for item in opened.streamed:
+            streams.add(path, opened.whole.format, item)
+        joined_runs = [(run, join_run(run)) for run in opened.whole.runs]
+        for run, joined in joined_runs:
+            events += len(run.events) + len(run.dead_letters)
+            readings.extend(reading_values(c, rows_at_for, declarations_sha256=sha) for c in joined.calls)
+        file_dead, file_runs = document_rows(opened.whole, joined_runs)
+        dead += file_dead
+        runs += file_runs
     readings.extend(reading_values(call, rows_at_for, declarations_sha256=sha) for call in streams.joined_calls())
     dead.extend(streams.dead)
     runs.extend(streams.run_rows())

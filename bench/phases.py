@@ -38,7 +38,6 @@ import orjson
 from bench.baseline import StreamKeys, document_rows, list_inputs
 from bench.run import floor_parse
 from footprint_audit.schemas.declarations import load_declarations
-from footprint_audit.schemas.events import SourceFile
 from footprint_audit.transforms.calls.call_types import Call
 from footprint_audit.transforms.calls.from_events import join_run
 from footprint_audit.transforms.read.reading_rows import reading_values
@@ -77,24 +76,19 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     for path in files:
         t = clock()
         opened = open_source(path, DEFAULT_MAX_EVENT_BYTES)
-        if not isinstance(opened, SourceFile):
-            fmt, items = opened[0], list(opened[1])
-            cpu["read"] += clock() - t
-            t = clock()
-            for item in items:
-                keys.add(path, fmt, item)
-            cpu["key"] += clock() - t
-            continue
+        items = list(opened.streamed)
         cpu["read"] += clock() - t
         t = clock()
-        runs = [(run, join_run(run)) for run in opened.runs]
+        for item in items:
+            keys.add(path, opened.whole.format, item)
+        runs = [(run, join_run(run)) for run in opened.whole.runs]
         cpu["key"] += clock() - t
         t = clock()
         file_calls = [call for _, joined in runs for call in joined.calls]
         readings += [reading_values(call, rows_at_for, declarations_sha256=sha) for call in file_calls]
         cpu["readers"] += clock() - t
         t = clock()
-        file_dead, file_runs = document_rows(opened, runs)
+        file_dead, file_runs = document_rows(opened.whole, runs)
         dead += file_dead
         run_rows += file_runs
         cpu["rows"] += clock() - t

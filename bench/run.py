@@ -181,10 +181,7 @@ def stateful_events(path: str, limit: int) -> list:
 
     out: list = []
     for name, _size in list_inputs(path):
-        opened = open_source(name)
-        if not isinstance(opened, tuple):
-            continue
-        for item in opened[1]:
+        for item in open_source(name).streamed:
             if isinstance(item, Event) and classify_event(item) is CALL:
                 ms = item.meta.get("wallClockMs")
                 out.append(TimestampedValue((item.run_id, ((item.payload["toolCallId"], *hold(name, item), 0, ms),)), ms / 1000))

@@ -34,7 +34,7 @@ def _imports():
     from footprint_audit.schemas.tables import TABLES
     from footprint_audit.transforms.decode import documents
     from footprint_audit.transforms.decode import lines
-    from footprint_audit.transforms.decode import sniff
+    from footprint_audit.transforms.decode import registry
 
     return locals()
 
@@ -70,7 +70,7 @@ def _expected_lines(data: bytes) -> list[int]:
 
 def check(data: bytes) -> None:
     """Read `data` every way the pipeline can; raises only on a finding."""
-    R["sniff"].sniff_format(data[: R["sniff"].HEAD_BYTES], "x")
+    R["registry"].sniff(data[: R["registry"].HEAD_BYTES], "x")
     for safe in (False, True):
         f = R["documents"].read_document("f.json", data, CAP, utf8_safe=safe)
         positions = [e.index for r in f.runs for e in r.events]

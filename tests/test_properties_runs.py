@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from helpers import load_table
 from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.schemas.declarations import load_declarations
-from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event, SourceFile
+from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event
 from footprint_audit.transforms.decode import sources
 from footprint_audit.transforms.calls.from_events import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
 from footprint_audit.transforms.read.reading_rows import reading_row
@@ -135,16 +135,14 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
     stream: dict[str, list[tuple[str, Event]]] = {}
     for path in sorted(str(p) for p in d.rglob("*") if p.is_file()):
         opened = sources.open_source(path)
-        if isinstance(opened, SourceFile):
-            dead += len(opened.dead_letters)
-            for run in opened.runs:
-                joined = join_run(run)
-                readings += [reading_row(c, rows_at, declarations_sha256=sha) for c in joined.calls]
-                events += len(run.events) + len(run.dead_letters)
-                dead += len(run.dead_letters) + len(joined.dead_letters)
-                assert len(run.events) == joined.used + joined.not_needed + len(joined.dead_letters)
-            continue
-        for item in opened[1]:
+        dead += len(opened.whole.dead_letters)
+        for run in opened.whole.runs:
+            joined = join_run(run)
+            readings += [reading_row(c, rows_at, declarations_sha256=sha) for c in joined.calls]
+            events += len(run.events) + len(run.dead_letters)
+            dead += len(run.dead_letters) + len(joined.dead_letters)
+            assert len(run.events) == joined.used + joined.not_needed + len(joined.dead_letters)
+        for item in opened.streamed:
             if isinstance(item, Event):
                 stream.setdefault(item.run_id, []).append((path, item))
             else:

@@ -37,7 +37,7 @@ from footprint_audit.transforms.decode.byte_streams import SourceError, decompre
 from footprint_audit.transforms.decode.documents import read_document, served_under_policy
 from footprint_audit.transforms.decode.envelopes import check_envelope
 from footprint_audit.transforms.decode.lines import iter_lines
-from footprint_audit.transforms.decode.sniff import HEAD_BYTES, sniff_format
+from footprint_audit.transforms.decode.registry import DOCUMENT as DOCUMENT_FORMAT, HEAD_BYTES, sniff
 from footprint_audit.transforms.decode.sources import read_source
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
@@ -507,7 +507,7 @@ def test_bom_on_document_and_json_lines(tmp_path):
     assert read_document("a.json", bom + TOOL_PROGRESS.read_bytes()).format == FORMAT_EVENTS_ARRAY
     source = read_source(write(tmp_path, "b.json", bom + jsonl(event("r1"), event("r1"))))
     assert (source.format, [e.index for e in source.runs[0].events]) == (FORMAT_EVENT_STREAM, [0, 1])
-    assert sniff_format(bom + b"data: {}\n") == FORMAT_SSE
+    assert sniff(bom + b"data: {}\n").name == FORMAT_SSE
 
 
 # ---------------------------------------------------------------- sniffing
@@ -518,21 +518,22 @@ def test_bom_on_document_and_json_lines(tmp_path):
     [
         (b'{"type":"agentfootprint.x","payload":{},"meta":{}}\n{"type"', "", FORMAT_EVENT_STREAM),
         (b'\n\n  {"type":"x"}\n', "", FORMAT_EVENT_STREAM),
-        (b'{"snapshot":{},"events":[]}\n', "", None),  # one-line document: no string `type`
-        (b'{\n  "format": "agentfootprint.recording.v1",\n', "", None),
-        (b'[{"type":"x","payload":{},"meta":{}}]', "", None),
+        (b'{"snapshot":{},"events":[]}\n', "", DOCUMENT_FORMAT.name),  # one-line document: no string `type`
+        (b'{\n  "format": "agentfootprint.recording.v1",\n', "", DOCUMENT_FORMAT.name),
+        (b'[{"type":"x","payload":{},"meta":{}}]', "", DOCUMENT_FORMAT.name),
         (b"event: x\ndata: {}\n", "", FORMAT_SSE),
         (b"\n: ping\n", "", FORMAT_SSE),
         (b"id: 1\n", "", FORMAT_SSE),
         (b"data: {}\n", "", FORMAT_SSE),
         (b"[1, 2]", "x.jsonl", FORMAT_EVENT_STREAM),
+        (b"data: {}\n", "x.jsonl", FORMAT_EVENT_STREAM),  # the name is asked before the first line
         (b"[1, 2]", "x.NDJSON.gz", FORMAT_EVENT_STREAM),
-        (b"", "", None),
-        (b"not json", "", None),
+        (b"", "", DOCUMENT_FORMAT.name),
+        (b"not json", "", DOCUMENT_FORMAT.name),
     ],
 )
 def test_sniff_format(head, name, expected):
-    assert sniff_format(head, name) == expected
+    assert sniff(head, name).name == expected
 
 
 # ---------------------------------------------------------------- dead letters, one per reason

@@ -306,9 +306,7 @@ def test_rows_become_the_same_arrow_tables_as_from_pylist():
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     rows: dict[str, list[dict]] = {"readings": [], "dead_letters": [], "runs": []}
     for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
-        opened = open_source(path)
-        if not isinstance(opened, SourceFile):
-            continue
+        opened = open_source(path).whole
         rows["dead_letters"] += [dl.row() for dl in opened.dead_letters]
         for run in opened.runs:
             joined = join_run(run)
@@ -332,9 +330,7 @@ def test_readings_as_value_tuples_become_the_same_arrow_table_and_shards_as_dict
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     calls = []
     for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
-        opened = open_source(path)
-        if isinstance(opened, SourceFile):
-            calls += [c for run in opened.runs for c in join_run(run).calls]
+        calls += [c for run in open_source(path).whole.runs for c in join_run(run).calls]
     dicts = [reading_row(c, declarations.rows_at_for) for c in calls]
     tuples = [reading_values(c, declarations.rows_at_for) for c in calls]
     assert len(calls) > 50 and all(type(t) is tuple and len(t) == len(TABLES["readings"]) for t in tuples)
@@ -424,9 +420,7 @@ def test_a_partitioned_shard_merged_from_runs_gives_each_folder_the_same_rows(tm
     declarations = load_declarations(str(EXAMPLES / "declarations.json"))
     calls = []
     for path, _size in expand_inputs([str(EXAMPLES / "recordings")]):
-        opened = open_source(path)
-        if isinstance(opened, SourceFile):
-            calls += [c for run in opened.runs for c in join_run(run).calls]
+        calls += [c for run in open_source(path).whole.runs for c in join_run(run).calls]
     rows = [reading_row(c, declarations.rows_at_for) for c in calls] * 4  # each key four times
     batches = [write_mod.rows_to_ipc("readings", rows[i:i + 19]) for i in range(0, len(rows), 19)]
     partitions = {"readings": "ended_date"}

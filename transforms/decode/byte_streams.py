@@ -19,12 +19,14 @@ from footprint_audit.schemas.events import REASON_TOO_LARGE, REASON_UNREADABLE
 
 __all__ = [
     "READ_ERRORS",
+    "UTF8_BOM",
     "Prepended",
     "SourceError",
     "decompress",
     "decompressing",
     "document_too_large_detail",
     "open_stream",
+    "strip_bom",
 ]
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -33,6 +35,14 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 #: What a broken compressed stream raises while it is read.
 READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def strip_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte order mark."""
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
 
 class SourceError(Exception):
     """A whole file cannot be read; `reason` is a dead-letter reason word."""

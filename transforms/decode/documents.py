@@ -1,31 +1,35 @@
 """Whole JSON documents: recording envelope v1, recording, events array (docs/output.md §1).
 
-Pattern: pure functions over one document's bytes.
+Pattern: pure functions over one document's bytes; the `DOCUMENT` input format.
 Role:    classifies a document, finds its runs and whether each was served under a
-         redaction policy (docs/events.md §7), and makes a `SourceFile` of them.
+         redaction policy (docs/events.md §7), and makes a `SourceFile` of them. The
+         registry reads every file no other format claims as a `DOCUMENT`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+import io
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import orjson
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
     FORMAT_ENVELOPE, FORMAT_EVENTS_ARRAY, FORMAT_RECORDING, REASON_NOT_JSON, REASON_TOO_LARGE, REASON_UNKNOWN_FORMAT,
-    DeadLetter, Event, RunInput, SourceFile,
+    REASON_UNREADABLE, DeadLetter, Event, RunInput, SourceFile,
 )
 
-from .byte_streams import SourceError, decompress, document_too_large_detail
+from .byte_streams import READ_ERRORS, Prepended, SourceError, decompress, document_too_large_detail, strip_bom
 from .envelopes import (
     DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_DEPTH, RAW_KEEP_BYTES, check_envelope, depth_over, dump, js_kind, maybe_too_deep,
     not_json_detail, own_or_hint, parse_utf8_safe, plain_event, too_deep, too_large, with_article,
 )
-from .sniff import strip_bom
+from .formats import InputFormat, Opened
+from .lines import is_event_shaped_line, stream_lines
 
 __all__ = [
+    "DOCUMENT",
     "ENVELOPE_FORMAT_V1",
     "REDACTION_RECORDER_ID",
     "file_failure",
@@ -250,7 +254,7 @@ def parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_saf
         )
         return file_failure(source_file, REASON_TOO_LARGE, detail, data)
     items = _document_items(source_file, document, max_event_bytes, len(text), checked)
-    source = group_by_run(source_file, document.format, items)
+    source = group_by_run(items, SourceFile(source_file, document.format))
     return _apply_document(source, document)
 
 
@@ -275,14 +279,14 @@ def read_document(
     return parse_document(source_file, data, max_event_bytes, utf8_safe)
 
 
-def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | DeadLetter]) -> SourceFile:
-    """Collect events and dead letters into runs (by run id, in order of first appearance).
+def group_by_run(items: Iterable[Event | DeadLetter], source: SourceFile) -> SourceFile:
+    """Collect events and dead letters into `source`'s runs (by run id, in order of first appearance).
 
     A dead letter with a run id goes on that run's `dead_letters`; one
     without stays on the `SourceFile`.
     """
-    source = SourceFile(source_file, fmt)
-    runs: dict[str, RunInput] = {}
+    source_file, fmt = source.source_file, source.format
+    runs: dict[str, RunInput] = {run.run_id: run for run in source.runs if run.run_id is not None}
     # The run of the previous item: consecutive items of one run (the usual case) skip the lookup.
     last_id: str | None = None
     last: RunInput | None = None
@@ -312,3 +316,39 @@ def group_by_run(source_file: str, fmt: str | None, items: Iterable[Event | Dead
         else:
             run.dead_letters.append(item)
     return source
+
+
+def _first_line_is_event(data: bytes) -> bool:
+    text = strip_bom(data).lstrip()
+    end = text.find(b"\n")
+    first = (text if end < 0 else text[:end]).strip()
+    return first.startswith(b"{") and is_event_shaped_line(first)
+
+
+def read_whole(path: str, stream: BinaryIO, max_event_bytes: int) -> Opened:
+    """A file no other format claims, read as one JSON document of at most `max_event_bytes`.
+
+    At most one byte past the cap is read: a document that inflates to gigabytes is never
+    held. JSON Lines after all when its first line is an event but the document is not JSON
+    or longer than the cap (a first line longer than the sniffed head): then streamed on,
+    line by line. Anything longer is a `too-large` dead letter.
+    """
+    try:
+        data = stream.read(max_event_bytes + 1)
+    except READ_ERRORS as exc:
+        stream.close()
+        return Opened(file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc})."))
+    if len(data) > max_event_bytes:
+        if _first_line_is_event(data):
+            return stream_lines(path, io.BufferedReader(Prepended(data, stream), buffer_size=1 << 20), max_event_bytes)
+        stream.close()
+        return Opened(file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data))
+    stream.close()
+    source = parse_document(path, data, max_event_bytes, utf8_safe=True)
+    if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
+        return stream_lines(path, io.BytesIO(data), max_event_bytes)
+    return Opened(source)
+
+
+#: A whole JSON document: a recording envelope v1, a recording or an events array, told after parsing.
+DOCUMENT = InputFormat("json-document", (), lambda first: True, read_whole)

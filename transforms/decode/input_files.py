@@ -58,16 +58,10 @@ class _ReadFileFn(beam.DoFn):
         if opened_as is None:
             opened_as = self.local_paths.get(path)
         opened = sources.open_source(path, self.max_event_bytes, opened_as)
-        if isinstance(opened, SourceFile):
-            n = sum(len(r.events) for r in opened.runs)
-            self.events.inc(n)
-            self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
-            yield opened
-            return
-        fmt, items = opened
+        fmt = opened.whole.format
         n = 0
         dead_by_run: dict[str, int] = {}
-        for read in items:
+        for read in opened.streamed:
             if isinstance(read, Event):
                 n += 1
                 yield pvalue.TaggedOutput(EVENTS, (path, fmt, read))
@@ -78,6 +72,9 @@ class _ReadFileFn(beam.DoFn):
                 dead_by_run[read.run_id] = dead_by_run.get(read.run_id, 0) + 1
         for run_id, dead in dead_by_run.items():  # one partial count per run of the file
             yield pvalue.TaggedOutput(COUNTS, ((run_id, path), RunCounts(events=dead, dead_letters=dead, format=fmt)))
+        if opened.whole.runs or opened.whole.dead_letters:  # a document, or a file that failed: joined in place
+            n += sum(len(r.events) for r in opened.whole.runs)
+            yield opened.whole
         self.events.inc(n)
         self.progress.add(files=1, events=n, nbytes=self._size(path) if size is None else size)
 

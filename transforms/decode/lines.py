@@ -1,29 +1,71 @@
 """Line formats: JSON Lines (one event per line) and SSE captures (`event:` / `data:` blocks).
 
-Pattern: pure generators over a byte stream, one line at a time.
+Pattern: pure generators over a byte stream, one line at a time; two `InputFormat`s.
 Role:    streams a line file's events and dead letters without loading it whole; each
-         line is capped at `max_event_bytes`.
+         line is capped at `max_event_bytes`. `JSON_LINES` and `SSE` are in
+         `transforms.decode.registry`; the document reader hands a file back to
+         `stream_lines` when it turns out to be JSON Lines after all.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO, Iterable, Iterator
 
+from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
-    FORMAT_EVENT_STREAM, FORMAT_SSE, REASON_NOT_AN_EVENT, REASON_UNREADABLE, DeadLetter, Event,
+    FORMAT_EVENT_STREAM, FORMAT_SSE, REASON_NOT_AN_EVENT, REASON_UNREADABLE, DeadLetter, Event, SourceFile,
 )
 
-from .byte_streams import READ_ERRORS
+from .byte_streams import READ_ERRORS, UTF8_BOM
 from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_bytes, too_large
-from .sniff import UTF8_BOM
+from .formats import InputFormat, Opened
 
 __all__ = [
+    "JSON_LINES",
     "LINE_FORMATS",
+    "SSE",
+    "is_event_shaped_line",
     "iter_lines",
+    "stream_lines",
 ]
 
 LINE_FORMATS = frozenset({FORMAT_EVENT_STREAM, FORMAT_SSE})
+
+_SSE_LINE_STARTS = (b"event:", b"data:", b":", b"id:", b"retry:")
+
+
+def is_event_shaped_line(line: bytes) -> bool:
+    """True when `line` parses on its own as an object with a string `type`."""
+    try:
+        value = parse_json(line)
+    except JSONError:
+        return False
+    return type(value) is dict and type(value.get("type")) is str
+
+
+def _claims_json_lines(first: bytes) -> bool:
+    # An object line ends with `}`: a longer line cut off by the head (a one-line document) is not parsed.
+    return first.startswith(b"{") and first.endswith(b"}") and is_event_shaped_line(first)
+
+
+def stream_lines(path: str, stream: BinaryIO, max_event_bytes: int, fmt: str = FORMAT_EVENT_STREAM) -> Opened:
+    """A line file opened: its items streamed as they are read; `stream` is closed when they end."""
+    return Opened(SourceFile(path, fmt), _line_items(path, stream, fmt, max_event_bytes))
+
+
+def _line_items(path: str, stream: BinaryIO, fmt: str, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    """A line file's items; a file with no event at all gives one file-level dead letter."""
+    try:
+        seen = False
+        for item in iter_lines(path, stream, fmt, max_event_bytes):
+            seen = True
+            yield item
+        if not seen:
+            yield DeadLetter(path, None, None, REASON_NOT_AN_EVENT, "The file holds no events: only blank lines or SSE comments.", b"")
+    finally:
+        stream.close()
 
 
 @dataclass(slots=True)
@@ -182,3 +224,10 @@ class _CountingLines:
 
     def __iter__(self) -> Iterator[_Line]:
         return _physical_lines(self._stream, self._max, self)
+
+
+#: JSON Lines: one event envelope per line (`.jsonl`, `.ndjson`, or a first line that is an event).
+JSON_LINES = InputFormat(FORMAT_EVENT_STREAM, (".jsonl", ".ndjson"), _claims_json_lines, stream_lines)
+
+#: SSE captures: `event:` / `data:` blocks (`.sse`, or a first line that is an SSE field or comment).
+SSE = InputFormat(FORMAT_SSE, (".sse",), lambda first: first.startswith(_SSE_LINE_STARTS), partial(stream_lines, fmt=FORMAT_SSE))

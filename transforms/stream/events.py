@@ -23,7 +23,7 @@ from apache_beam.transforms.window import GlobalWindow, TimestampedValue
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.readers.jsvalues import is_js_number
-from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
+from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event
 from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
@@ -95,13 +95,9 @@ class ReadFilesAsStreamFn(beam.DoFn):
 
     def process(self, path: str) -> Iterable[Any]:
         opened = open_source(path, self.max_event_bytes)
-        if isinstance(opened, SourceFile):
-            items: Iterable[Any] = itertools.chain(
-                opened.dead_letters, *((*run.events, *run.dead_letters) for run in opened.runs)
-            )
-        else:
-            items = opened[1]
-        for item in items:
+        whole = opened.whole
+        items: Iterable[Any] = itertools.chain(whole.dead_letters, *((*run.events, *run.dead_letters) for run in whole.runs))
+        for item in itertools.chain(items, opened.streamed):
             yield stamp(path, item)[0]
 
 
