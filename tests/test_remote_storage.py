@@ -102,6 +102,21 @@ def test_reassess_on_s3_writes_the_same_tables_as_a_local_run(s3, local_tables, 
     assert len(load_table(got, "readings")) == 63
 
 
+def test_spawned_workers_take_the_jobs_s3_options(s3, local_tables, tmp_path):
+    """Run in this process, which holds threads (the S3 server's), the job cannot fork its workers and
+    spawns them: they write to S3 with the endpoint and keys the command was given."""
+    from footprint_audit.pipelines.local_runner import workers
+    from footprint_audit.pipelines.reassess import command as reassess
+
+    client, flags = s3
+    assert not workers.can_fork()
+    code = reassess.run(["--input", f"s3://{BUCKET}/in/**", "--output", f"s3://{BUCKET}/out-spawned", "--declarations", DECL,
+                         "--no-progress", "--quiet", "--workers", "2", *flags])
+    assert code == 0
+    got = download(client, "out-spawned/", tmp_path / "got")
+    assert rows(got, "readings", f"s3://{BUCKET}/in/") == rows(local_tables, "readings", "examples/recordings/")
+
+
 def test_a_remote_job_whose_writes_fail_publishes_nothing_and_leaves_the_previous_tables(s3, tmp_path, monkeypatch):
     client, flags = s3
     out = "out-fail"

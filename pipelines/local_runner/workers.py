@@ -28,6 +28,7 @@ failed job is the launcher's one sentence.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -217,15 +218,16 @@ class WorkerPool:
     workers were made.
     """
 
-    def __init__(self, n: int, fork: bool | None = None) -> None:
+    def __init__(self, n: int, fork: bool | None = None, beam_args: list[str] | None = None) -> None:
         self.forked = can_fork() if fork is None else fork
+        self._beam_args = list(beam_args or [])
         self._idle: list[_Worker] = []
         self._all: list[_Worker] = []
         self._server: Any = None
         self.address = ""
         try:
             for _ in range(n):
-                worker = self._fork() if self.forked else self._spawn()
+                worker = self._fork() if self.forked else self._spawn(self._beam_args)
                 self._idle.append(worker)
                 self._all.append(worker)
             self._start_service()
@@ -246,11 +248,11 @@ class WorkerPool:
         return _Worker(pid, write_fd)
 
     @staticmethod
-    def _spawn() -> _Worker:
+    def _spawn(beam_args: list[str]) -> _Worker:
         proc = subprocess.Popen(
             [sys.executable, "-c", _SPAWNED],
             stdin=subprocess.PIPE,
-            env=_worker_env(),
+            env=_worker_env(beam_args),
         )
         assert proc.stdin is not None
         pipe = os.dup(proc.stdin.fileno())
@@ -311,12 +313,16 @@ _SPAWNED = ("from footprint_audit.pipelines.launch import install; install(); "
             "from footprint_audit.pipelines.local_runner import workers; raise SystemExit(workers.spawned_main())")
 
 
-def _worker_env() -> dict[str, str]:
-    """A spawned worker's environment: the launcher's, with the project importable."""
+#: A spawned worker's Beam options (JSON), for its file systems (a forked one has the launcher's).
+_BEAM_ARGS_ENV = "FOOTPRINT_AUDIT_WORKER_BEAM_ARGS"
+
+
+def _worker_env(beam_args: list[str]) -> dict[str, str]:
+    """A spawned worker's environment: the launcher's, with the project importable and the job's Beam options."""
     top = sys.modules[(__package__ or "pipelines").split(".")[0]]  # the project's top-level package
     root = os.path.dirname(os.path.dirname(os.path.abspath(top.__file__ or "")))
     path = os.environ.get("PYTHONPATH", "")
-    return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
+    return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""), **{_BEAM_ARGS_ENV: json.dumps(beam_args)})
 
 
 def spawned_main() -> int:
@@ -324,6 +330,11 @@ def spawned_main() -> int:
     ignore_stop_signals()
     die_with_parent()
     import apache_beam.runners.worker.sdk_worker  # noqa: F401
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    # The launcher's file systems (s3://, gs://) take their endpoint and credentials from these.
+    FileSystems.set_options(PipelineOptions(json.loads(os.environ.get(_BEAM_ARGS_ENV) or "[]")))
 
     # The steps' rooms, imported before the runner asks for them.
     import footprint_audit.pipelines.inputs  # noqa: F401

@@ -304,7 +304,7 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         else:
             _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
     # The pool's workers are made before Beam starts a thread (pipelines.local_runner.workers says why).
-    pool = WorkerPool(workers) if named_runner is None and workers > 1 else None
+    pool = WorkerPool(workers, beam_args=beam_args) if named_runner is None and workers > 1 else None
     spill = None
     try:
         options, runner = runner_options(beam_args, workers, pool.address if pool else None)
