@@ -15,7 +15,7 @@ import os
 import sys
 
 from footprint_audit.pipelines.launch import (
-    install, interrupted_exit, lost_interrupt, raise_on_terminate, stop_signal_taken,
+    die_by_late_signals, install, interrupted_exit, lost_interrupt, raise_on_terminate, stop_signal_taken,
 )
 
 USAGE = """usage: footprint-audit COMMAND [options]
@@ -67,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
             from footprint_audit.pipelines.diff import run
         code = run(rest)
         signum = lost_interrupt()  # a signal whose exception something swallowed: still the interrupt
-        return code if signum is None or code >= 128 else _interrupted(command, 128 + signum)
+        if signum is not None and code < 128:
+            return _interrupted(command, 128 + signum)
+        if argv is None:  # the process is the command's: a signal from here on is its own death
+            die_by_late_signals()
+        return code
     except BrokenPipeError:  # the reader of our output went away (`| head`): not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit

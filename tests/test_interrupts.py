@@ -164,3 +164,39 @@ def test_a_signal_whose_exception_is_swallowed_still_stops_the_command_before_an
     script = SWALLOWED.replace("{signal}", signum.name)
     res = subprocess.run([sys.executable, "-c", script, then], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert (res.returncode, res.stderr, res.stdout) == (128 + signum, LINE.format("report"), "")
+
+
+LATE = """
+import atexit, os, signal, sys
+from footprint_audit.pipelines import cli, report
+from footprint_audit.pipelines.launch import committed
+
+
+def late():  # the signal lands after the command has returned, in the interpreter's shutdown
+    os.kill(os.getpid(), signal.{signal})
+    sum(range(10_000))  # a Python handler would run here, where its exception is only printed
+
+
+def command(argv):
+    atexit.register(late)
+    if argv == ["publish"]:
+        with committed():
+            print("published")
+    return 0
+
+
+report.run = command
+sys.argv = ["footprint-audit", "report", *sys.argv[1:]]
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("then", ["return", "publish"])
+def test_a_signal_after_the_command_has_ended_is_never_exit_0_unless_it_committed(signum, then):
+    # after the command's end a signal is the process's own death (as a shell shows it), not an exception
+    # swallowed in the shutdown and an exit 0; after a commit it stays ignored: 0 and the publish together
+    res = subprocess.run([sys.executable, "-c", LATE.replace("{signal}", signum.name), then], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    expected = (0, "", "published\n") if then == "publish" else (-signum, "", "")
+    assert (res.returncode, res.stderr, res.stdout) == expected

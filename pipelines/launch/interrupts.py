@@ -33,6 +33,7 @@ __all__ = [
     "deferred_interrupts",
     "raise_on_terminate",
     "ignore_stop_signals",
+    "die_by_late_signals",
     "interrupted_exit",
     "stop_signal_taken",
     "lost_interrupt",
@@ -106,6 +107,16 @@ def lost_interrupt() -> int | None:
     """A stop signal taken before any commit whose exception did not stop the command (swallowed where
     Python only prints it): the command ends as interrupted all the same."""
     return _TAKEN[0] if _TAKEN and not _COMMITTED else None
+
+
+def die_by_late_signals() -> None:
+    """From a command's end to its process's end, a stop signal ends the process as the signal itself
+    does (no line: the command is done), unless its job committed (then it stays ignored). Python's
+    handler would run there inside the interpreter's shutdown (`atexit`, finalizers), where its
+    exception can only be swallowed, and the process would exit 0 as if no signal had come."""
+    if _main_thread() and not _COMMITTED:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def ignore_stop_signals() -> None:
