@@ -189,3 +189,18 @@ def test_the_report_benchmark_measures_the_report_on_a_written_output(tmp_path):
 
 def pq_rows(folder: Path) -> int:
     return sum(pq.read_metadata(f).num_rows for f in folder.glob("*.parquet"))
+
+
+def test_the_otlp_benchmarks_two_files_hold_the_same_calls_read_the_same(tmp_path):
+    from bench import otlp
+
+    otlp.write_inputs(tmp_path, 300)
+    tables = {}
+    for name in ("calls.jsonl", "calls.otlp.jsonl"):
+        out = tmp_path / f"out-{name}"
+        assert reassess.run(["--input", str(tmp_path / name), "--output", str(out), "--workers", "1", "--no-progress", "--quiet"]) == 0
+        rows = load_table(out, "readings")
+        tables[name] = sorted((r["run_id"], r["tool_call_id"], r["emptiness"], r["rows"], r["served_kind"], r["served_values"],
+                               r["value_declares_absent"], r["duration_ms"]) for r in rows)
+    assert len(tables["calls.jsonl"]) == 300 and tables["calls.jsonl"] == tables["calls.otlp.jsonl"]
+    assert otlp.decode_cpu(tmp_path / "calls.otlp.jsonl") >= 0

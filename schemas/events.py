@@ -26,6 +26,7 @@ FORMAT_RECORDING = "recording"
 FORMAT_EVENTS_ARRAY = "events-array"
 FORMAT_EVENT_STREAM = "event-stream"
 FORMAT_SSE = "sse"
+FORMAT_OTLP_JSON = "otlp-json"
 
 #: Dead-letter reasons: fixed words (docs/output.md §4).
 REASON_NOT_JSON = "not-json"

@@ -14,7 +14,8 @@ import pyarrow as pa
 #: Bumped on any change to a table below (renaming or dropping a column is breaking).
 #: 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
 #: `dead_letters.recorded_at`, and `--partition-by ended_date` cuts all three tables.
-SCHEMA_VERSION = "4"
+#: 5: `readings.call_id_from` (calls read from OpenTelemetry traces).
+SCHEMA_VERSION = "5"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
@@ -48,6 +49,7 @@ READINGS = pa.schema(
         pa.field("run_id", pa.string(), nullable=False),
         pa.field("session_id", pa.string()),
         pa.field("tool_call_id", pa.string(), nullable=False),
+        pa.field("call_id_from", pa.string(), nullable=False),
         pa.field("occurrence", pa.int32(), nullable=False),
         pa.field("tool_name", pa.string()),
         pa.field("iteration", pa.int32()),

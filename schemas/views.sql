@@ -41,9 +41,10 @@ SELECT * EXCLUDE (filename) FROM (
     AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
 );
 
-CREATE OR REPLACE VIEW readings_all AS SELECT * FROM live_rows('readings');
+-- (The columns added in schema versions 4 and 5 are null in the files of an older output.)
+CREATE OR REPLACE VIEW readings_all AS SELECT * FROM live_rows('readings')
+UNION ALL BY NAME SELECT CAST(NULL AS VARCHAR) AS call_id_from WHERE FALSE;
 
--- (The columns added in schema version 4 are null in the files of an older output.)
 CREATE OR REPLACE VIEW dead_letters_all AS SELECT * FROM live_rows('dead_letters')
 UNION ALL BY NAME SELECT CAST(NULL AS TIMESTAMPTZ) AS recorded_at WHERE FALSE;
 

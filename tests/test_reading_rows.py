@@ -171,6 +171,7 @@ def test_a_ran_call_gives_this_whole_row():
         "run_id": RUN,
         "session_id": SESSION,
         "tool_call_id": "c1",
+        "call_id_from": "toolCallId",
         "occurrence": 1,
         "tool_name": "lookup",
         "iteration": 2,

@@ -82,6 +82,22 @@ class Call:
     served_under_policy: bool = False
 
     @property
+    def call_id_from(self) -> str:
+        """Where `tool_call_id` comes from: what a trace's tool span says (`meta.otel.callIdFrom`,
+        docs/traces.md), else `toolCallId` (a recording's own)."""
+        for ev in (self.end, self.start):
+            otel = ev.meta.get("otel") if ev is not None else None
+            if type(otel) is dict and type(otel.get("callIdFrom")) is str:
+                return otel["callIdFrom"]
+        return "toolCallId"
+
+    @property
+    def value_redacted(self) -> bool:
+        """A trace's tool span recorded its result as a redaction mark (`meta.otel.redacted`, docs/traces.md)."""
+        otel = self.end.meta.get("otel") if self.end is not None else None
+        return type(otel) is dict and otel.get("redacted") is True
+
+    @property
     def has_value(self) -> bool:
         return self.end is not None or self.history_value is not UNDEFINED
 

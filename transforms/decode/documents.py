@@ -351,4 +351,4 @@ def read_whole(path: str, stream: BinaryIO, max_event_bytes: int) -> Opened:
 
 
 #: A whole JSON document: a recording envelope v1, a recording or an events array, told after parsing.
-DOCUMENT = InputFormat("json-document", (), lambda first: True, read_whole)
+DOCUMENT = InputFormat("json-document", (), lambda head: True, read_whole)

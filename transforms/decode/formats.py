@@ -13,7 +13,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from footprint_audit.schemas.events import DeadLetter, Event, SourceFile
 
-__all__ = ["InputFormat", "Opened"]
+__all__ = ["InputFormat", "Opened", "first_line"]
 
 
 @dataclass(slots=True)
@@ -36,13 +36,30 @@ class InputFormat:
 
     `name`: its word in the tables (`runs.format`), or what the docs call it when its reader
     tells the word after reading. `suffixes`: lower-case file-name endings (before any `.gz` /
-    `.zst`) that claim a file for it. `claims`: whether a file's first non-blank line (BOM
-    stripped, cut at the sniffed head) is this format's. `read`: the reader, given the file's
-    name in the tables, its decompressed bytes as a stream from the start (the reader closes
-    it) and the cap on one event; it never raises for bad input.
+    `.zst`) that claim a file for it. `claims`: whether a file's head (its first 64 KiB,
+    decompressed, BOM stripped; `first_line` gives its first non-blank line) is this format's.
+    `read`: the reader, given the file's name in the tables, its decompressed bytes as a stream
+    from the start (the reader closes it) and the cap on one event; it never raises for bad
+    input. `exact`: its claim is certain (a top-level key of its own), so it is asked even of a
+    file whose name another format claims.
     """
 
     name: str
     suffixes: tuple[str, ...]
     claims: Callable[[bytes], bool]
     read: Callable[[str, BinaryIO, int], Opened]
+    exact: bool = False
+
+
+def first_line(head: bytes) -> bytes | None:
+    """The first non-blank line of `head`, stripped (cut where the head ends); None when it is blank."""
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        if end < 0:
+            end = len(head)
+        stripped = head[start:end].strip()
+        if stripped:
+            return stripped
+        start = end + 1
+    return None

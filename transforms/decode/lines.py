@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
@@ -20,11 +20,13 @@ from footprint_audit.schemas.events import (
 
 from .byte_streams import READ_ERRORS, UTF8_BOM
 from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_bytes, too_large
-from .formats import InputFormat, Opened
+from .formats import InputFormat, Opened, first_line
 
 __all__ = [
     "JSON_LINES",
     "LINE_FORMATS",
+    "Line",
+    "LineItems",
     "SSE",
     "is_event_shaped_line",
     "iter_lines",
@@ -45,21 +47,36 @@ def is_event_shaped_line(line: bytes) -> bool:
     return type(value) is dict and type(value.get("type")) is str
 
 
-def _claims_json_lines(first: bytes) -> bool:
+def _claims_json_lines(head: bytes) -> bool:
     # An object line ends with `}`: a longer line cut off by the head (a one-line document) is not parsed.
-    return first.startswith(b"{") and first.endswith(b"}") and is_event_shaped_line(first)
+    first = first_line(head)
+    return first is not None and first.startswith(b"{") and first.endswith(b"}") and is_event_shaped_line(first)
 
 
-def stream_lines(path: str, stream: BinaryIO, max_event_bytes: int, fmt: str = FORMAT_EVENT_STREAM) -> Opened:
-    """A line file opened: its items streamed as they are read; `stream` is closed when they end."""
-    return Opened(SourceFile(path, fmt), _line_items(path, stream, fmt, max_event_bytes))
+def _claims_sse(head: bytes) -> bool:
+    first = first_line(head)
+    return first is not None and first.startswith(_SSE_LINE_STARTS)
 
 
-def _line_items(path: str, stream: BinaryIO, fmt: str, max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+#: What a line format makes of a file's lines: `(source_file, lines, max_event_bytes)` → its items.
+LineItems = Callable[[str, Iterable["Line"], int], Iterator[Event | DeadLetter]]
+
+
+def stream_lines(
+    path: str, stream: BinaryIO, max_event_bytes: int, fmt: str = FORMAT_EVENT_STREAM, items: LineItems | None = None
+) -> Opened:
+    """A line file opened: its items streamed as they are read; `stream` is closed when they end.
+    `items` reads the lines of a format other than JSON Lines and SSE (see `iter_lines`)."""
+    return Opened(SourceFile(path, fmt), _line_items(path, stream, fmt, max_event_bytes, items))
+
+
+def _line_items(
+    path: str, stream: BinaryIO, fmt: str, max_event_bytes: int, items: LineItems | None
+) -> Iterator[Event | DeadLetter]:
     """A line file's items; a file with no event at all gives one file-level dead letter."""
     try:
         seen = False
-        for item in iter_lines(path, stream, fmt, max_event_bytes):
+        for item in iter_lines(path, stream, fmt, max_event_bytes, items):
             seen = True
             yield item
         if not seen:
@@ -69,7 +86,7 @@ def _line_items(path: str, stream: BinaryIO, fmt: str, max_event_bytes: int) -> 
 
 
 @dataclass(slots=True)
-class _Line:
+class Line:
     """One physical line, without its end of line; `size` > len(data) when it was cut."""
 
     number: int
@@ -77,7 +94,7 @@ class _Line:
     size: int
 
 
-def _physical_lines(stream: BinaryIO, max_line_bytes: int, counter: _CountingLines | None = None) -> Iterator[_Line]:
+def _physical_lines(stream: BinaryIO, max_line_bytes: int, counter: _CountingLines | None = None) -> Iterator[Line]:
     """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line.
 
     `counter`, when given, is told the number of the next line before each line is handed out.
@@ -102,7 +119,7 @@ def _physical_lines(stream: BinaryIO, max_line_bytes: int, counter: _CountingLin
             line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
         if counter is not None:
             counter.next_number = number + 1
-        yield _Line(number, line, size)
+        yield Line(number, line, size)
         number += 1
 
 
@@ -118,7 +135,7 @@ def _drain_line(stream: BinaryIO) -> int:
             return skipped - (2 if chunk.endswith(b"\r\n") else 1)
 
 
-def _json_lines(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+def _json_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
     for line in lines:
         if line.size <= max_event_bytes and not line.data.strip():
             continue  # a blank line (an oversized one is never skipped: only its head was looked at)
@@ -140,7 +157,7 @@ class _SSEBlock:
     cut: bool = False  # a data line was longer than the cap
     has_event_field: bool = False
 
-    def add_data(self, line: _Line, value: bytes) -> None:
+    def add_data(self, line: Line, value: bytes) -> None:
         prefix = len(line.data) - len(value)
         self.size += line.size - prefix + (1 if self.data else 0)
         self.cut = self.cut or line.size > len(line.data)
@@ -154,7 +171,7 @@ def _sse_field(line: bytes) -> tuple[bytes, bytes]:
     return name, value
 
 
-def _sse_blocks(lines: Iterable[_Line]) -> Iterator[_SSEBlock]:
+def _sse_blocks(lines: Iterable[Line]) -> Iterator[_SSEBlock]:
     """SSE blocks with a `data` or `event` field; comments (`: ping`) and `id`/`retry`-only blocks are skipped."""
     block: _SSEBlock | None = None
     for line in lines:
@@ -177,7 +194,7 @@ def _sse_blocks(lines: Iterable[_Line]) -> Iterator[_SSEBlock]:
         yield block
 
 
-def _sse_events(source_file: str, lines: Iterable[_Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+def _sse_events(source_file: str, lines: Iterable[Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
     for block in _sse_blocks(lines):
         where = f"The SSE block at line {block.start}"
         raw = b"\n".join(block.lines)
@@ -195,7 +212,8 @@ def _sse_events(source_file: str, lines: Iterable[_Line], max_event_bytes: int) 
 
 
 def iter_lines(
-    source_file: str, stream: BinaryIO, fmt: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    source_file: str, stream: BinaryIO, fmt: str, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    items: LineItems | None = None,
 ) -> Iterator[Event | DeadLetter]:
     """Events and dead letters of a JSON Lines or SSE stream, in file order, read line by line.
 
@@ -203,10 +221,11 @@ def iter_lines(
     field line). A read error part-way (corrupt compression) ends the stream
     with one `unreadable` dead letter at the line where it happened.
     """
-    if fmt not in LINE_FORMATS:
-        raise ValueError(f"iter_lines reads {sorted(LINE_FORMATS)}, not {fmt!r}")
+    if items is None:
+        if fmt not in LINE_FORMATS:
+            raise ValueError(f"iter_lines reads {sorted(LINE_FORMATS)}, not {fmt!r}, without the format's `items`")
+        items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
     counter = _CountingLines(stream, max_event_bytes)
-    items = _json_lines if fmt == FORMAT_EVENT_STREAM else _sse_events
     try:
         yield from items(source_file, counter, max_event_bytes)
     except READ_ERRORS as exc:
@@ -222,7 +241,7 @@ class _CountingLines:
         self._max = max_event_bytes
         self.next_number = 0
 
-    def __iter__(self) -> Iterator[_Line]:
+    def __iter__(self) -> Iterator[Line]:
         return _physical_lines(self._stream, self._max, self)
 
 
@@ -230,4 +249,4 @@ class _CountingLines:
 JSON_LINES = InputFormat(FORMAT_EVENT_STREAM, (".jsonl", ".ndjson"), _claims_json_lines, stream_lines)
 
 #: SSE captures: `event:` / `data:` blocks (`.sse`, or a first line that is an SSE field or comment).
-SSE = InputFormat(FORMAT_SSE, (".sse",), lambda first: first.startswith(_SSE_LINE_STARTS), partial(stream_lines, fmt=FORMAT_SSE))
+SSE = InputFormat(FORMAT_SSE, (".sse",), _claims_sse, partial(stream_lines, fmt=FORMAT_SSE))

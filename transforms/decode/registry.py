@@ -12,13 +12,15 @@ from .byte_streams import strip_bom
 from .documents import DOCUMENT
 from .formats import InputFormat
 from .lines import JSON_LINES, SSE
+from .otlp_json import OTLP_FRAMED, OTLP_JSON
 
 __all__ = ["DOCUMENT", "FORMATS", "HEAD_BYTES", "sniff"]
 
-#: The formats a file is told from, asked in this order: by file name first, then by first line.
-#: A file none of them claims is read as a whole JSON document (`DOCUMENT`), whose kind is
-#: told after parsing it.
+#: The formats a file is told from, asked in this order (`sniff`). A file none of them claims is
+#: read as a whole JSON document (`DOCUMENT`), whose kind is told after parsing it.
 FORMATS: tuple[InputFormat, ...] = (
+    OTLP_JSON,
+    OTLP_FRAMED,
     JSON_LINES,
     SSE,
 )
@@ -38,23 +40,16 @@ def _base_name(name: str) -> str:
     return lowered
 
 
-def _first_nonblank_line(head: bytes) -> bytes | None:
-    return next((stripped for line in head.split(b"\n") if (stripped := line.strip())), None)
-
-
 def sniff(head: bytes, name: str = "") -> InputFormat:
     """The format of a file from its first bytes (decompressed) and its name.
 
-    The first format whose suffix ends the name (before any `.gz` / `.zst`), else the first
-    that claims the first non-blank line, else `DOCUMENT`.
+    The first format whose claim on the head is exact; else the first whose suffix ends the
+    name (before any `.gz` / `.zst`); else the first that claims the head; else `DOCUMENT`.
     """
+    head = strip_bom(head)
     base = _base_name(name)
+    named = next((fmt for fmt in FORMATS if base.endswith(fmt.suffixes)), None)
     for fmt in FORMATS:
-        if base.endswith(fmt.suffixes):
+        if (fmt.exact or named is None) and fmt.claims(head):
             return fmt
-    first = _first_nonblank_line(strip_bom(head))
-    if first is not None:
-        for fmt in FORMATS:
-            if fmt.claims(first):
-                return fmt
-    return DOCUMENT
+    return named or DOCUMENT

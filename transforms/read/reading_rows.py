@@ -208,6 +208,7 @@ def reading_values(
         "run_id": call.run_id,
         "session_id": call.session_id,
         "tool_call_id": call.tool_call_id,
+        "call_id_from": call.call_id_from,
         "occurrence": call.occurrence,
         "tool_name": call.tool_name,
         "iteration": call.iteration,
@@ -273,7 +274,7 @@ def _reading(
 ) -> dict:
     """The reading columns of a read call, by name (see `_NOT_READ`)."""
     kept_out = kept_out_test if call.served_under_policy else None
-    if kept_out is not None and is_placeholder(value):
+    if call.value_redacted or (kept_out is not None and is_placeholder(value)):
         return _REDACTED
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)

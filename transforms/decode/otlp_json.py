@@ -1,0 +1,330 @@
+"""OpenTelemetry traces as OTLP/JSON lines: tool calls read from spans (docs/traces.md).
+
+Pattern: a line format (`transforms.decode.lines.stream_lines`) and pure functions over one
+         line's parsed `TracesData` / `LogsData`; two `InputFormat`s.
+Role:    `OTLP_JSON` reads the files the OpenTelemetry Collector's `file` exporter (`format:
+         json`) and the SDKs' OTLP file exporters write: one `TracesData` (or `LogsData`) per
+         line. Each tool-call span becomes the two events a recording holds for a call
+         (`stream.tool_start`, `stream.tool_end`), so the join and the readers read it as
+         they read a recorded call; any other span or log record is one event the readings do
+         not need. `OTLP_FRAMED` refuses the Collector's length-prefixed framing in one sentence.
+Never:   drops a span silently (each is events of its trace's run, or one dead letter), or
+         reads `output.mime_type`-style hints as proof of JSON.
+
+Dialects read here (`DIALECTS`, first match wins; docs/traces.md lists them):
+1. GenAI `execute_tool` spans (semantic conventions 1.38 and later): `gen_ai.operation.name ==
+   "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.result`.
+4. OpenInference `TOOL` spans: `openinference.span.kind == "TOOL"`, `tool.name`, `tool.id`,
+   `output.value`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.events import (
+    FORMAT_OTLP_JSON, REASON_MISSING_CALL_ID, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON,
+    REASON_UNKNOWN_FORMAT, TOOL_END, TOOL_START, DeadLetter, Event,
+)
+
+from .byte_streams import ZSTD_MAGIC
+from .documents import file_failure
+from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
+from .formats import InputFormat, Opened
+from .lines import Line, stream_lines
+
+__all__ = ["DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "REDACTED_MARK", "ToolSpan", "any_value", "attributes", "span_events"]
+
+#: The type of an event made of a span or log record that is not a tool call (not needed).
+OTHER_SPAN = "otel.span"
+OTHER_LOG = "otel.log"
+
+#: OTLP status code of an error (`STATUS_CODE_ERROR`), as OTLP/JSON writes it (an integer) or
+#: as proto3 JSON would (its name).
+_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+
+_OTLP_HEAD = re.compile(rb'\s*\{\s*"resource(?:Spans|Logs)"\s*:')
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP/JSON `AnyValue` → the JSON value it holds.
+
+    `stringValue`, `boolValue`; `intValue` (a decimal string, as OTLP/JSON writes 64-bit
+    integers, or a number) read as `readers.parse_json` reads the number; `doubleValue`;
+    `arrayValue` → a list, `kvlistValue` → an object (in its order); `bytesValue` stays its
+    base64 text. An empty `AnyValue` is null; a key not known is passed over.
+    """
+    if type(value) is dict:
+        for key, got in value.items():
+            read = _KINDS.get(key)
+            if read is not None:
+                return read(got)
+    return None
+
+
+def _number(got: Any) -> Any:
+    if type(got) is not str:
+        return got
+    if got.isdigit() or (got[:1] == "-" and got[1:].isdigit()):
+        return int(got)
+    try:
+        return parse_json(got.encode())
+    except JSONError:
+        return got  # "NaN", "Infinity": proto3 JSON's words, kept as written
+
+
+def _array(got: Any) -> list:
+    values = got.get("values") if type(got) is dict else None
+    return [any_value(v) for v in values] if type(values) is list else []
+
+
+def _kvlist(got: Any) -> dict:
+    return attributes(got.get("values") if type(got) is dict else None)
+
+
+_KINDS = {
+    "stringValue": lambda got: got, "boolValue": lambda got: got, "bytesValue": lambda got: got,
+    "intValue": _number, "doubleValue": _number, "arrayValue": _array, "kvlistValue": _kvlist,
+}
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    """An OTLP/JSON attribute list `[{key, value: AnyValue}]` → `{key: value}` (a later key wins)."""
+    return {key: any_value(value) for key, value in _raw_attributes(pairs).items()}
+
+
+def _raw_attributes(pairs: Any) -> dict[str, Any]:
+    """`{key: AnyValue}` of an attribute list, the values not decoded yet."""
+    if type(pairs) is not list:
+        return {}
+    return {pair["key"]: pair.get("value") for pair in pairs if type(pair) is dict and type(pair.get("key")) is str}
+
+
+def _ms(nanos: Any) -> int | None:
+    """Unix nanoseconds (a decimal string or a number) → whole milliseconds."""
+    if type(nanos) is str and nanos.isdigit():
+        return int(nanos) // 1_000_000
+    if type(nanos) is int and nanos >= 0:
+        return nanos // 1_000_000
+    return None
+
+
+def _nanos(value: Any) -> int | None:
+    if type(value) is str and value.isdigit():
+        return int(value)
+    return value if type(value) is int else None
+
+
+#: A value recorded as not recorded: the attribute is missing.
+_MISSING: Any = object()
+
+#: OpenInference's mark of a value hidden on purpose (`OPENINFERENCE_HIDE_OUTPUTS`).
+REDACTED_MARK = "__REDACTED__"
+
+
+@dataclass(slots=True)
+class ToolSpan:
+    """What one dialect reads of a tool span: its call id (None: keyed by `traceId:spanId`) and
+    the attribute it came from, the tool's name, its arguments and result (`_MISSING` when not
+    recorded), and whether the dialect itself says it failed."""
+
+    call_id: Any
+    call_id_from: str
+    name: Any
+    args: Any = _MISSING
+    result: Any = _MISSING
+    failed: bool = False
+
+
+def _value(raw: dict[str, Any], key: str) -> Any:
+    return any_value(raw[key]) if key in raw else _MISSING
+
+
+def _execute_tool(raw: dict[str, Any]) -> ToolSpan | None:
+    """Dialect 1: a GenAI `execute_tool` span (semantic conventions 1.38 and later)."""
+    if any_value(raw.get("gen_ai.operation.name")) != "execute_tool":
+        return None
+    return ToolSpan(any_value(raw.get("gen_ai.tool.call.id")), "gen_ai.tool.call.id", any_value(raw.get("gen_ai.tool.name")),
+                    _value(raw, "gen_ai.tool.call.arguments"), _value(raw, "gen_ai.tool.call.result"), "error.type" in raw)
+
+
+def _openinference_tool(raw: dict[str, Any]) -> ToolSpan | None:
+    """Dialect 4: an OpenInference `TOOL` span. `output.value` is the result (its `output.mime_type`
+    is a guess, never read); a LangChain `ToolMessage` written whole there is read as its `content`,
+    its `tool_call_id` the call id where `tool.id` is not set."""
+    if any_value(raw.get("openinference.span.kind")) != "TOOL":
+        return None
+    tool = ToolSpan(any_value(raw.get("tool.id")), "tool.id", any_value(raw.get("tool.name")),
+                    _value(raw, "input.value"), _value(raw, "output.value"))
+    message = _tool_message(tool.result)
+    if message is not None:
+        tool.result = message["content"]
+        if not (type(tool.call_id) is str and tool.call_id) and type(message.get("tool_call_id")) is str:
+            tool.call_id, tool.call_id_from = message["tool_call_id"], "tool_call_id"
+    return tool
+
+
+def _tool_message(value: Any) -> dict | None:
+    """The `data` of a LangChain `ToolMessage` as `json.dumps` writes it: `{"type": "tool", "data": {content, tool_call_id, …}}`."""
+    if type(value) is not str or not value.startswith('{"type": "tool"'):
+        return None
+    try:
+        parsed = parse_json(value.encode())
+    except JSONError:
+        return None
+    data = parsed.get("data") if type(parsed) is dict and parsed.get("type") == "tool" else None
+    return data if type(data) is dict and "content" in data else None
+
+
+#: The dialects of a tool span, first match wins (docs/traces.md).
+DIALECTS = (_execute_tool, _openinference_tool)
+
+
+def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event] | tuple[str, str]:
+    """One span → its events from position `index` on, or `(reason, detail)` for its dead letter.
+
+    A tool call gives its start and, when the span recorded a result or an error, its end; any
+    other span gives one not-needed event. `seen`: the tool spans `(traceId, spanId)` read so far
+    in the file: a tool span seen again (a retried export writes a span twice) is not needed.
+    """
+    if type(span) is not dict:
+        return REASON_NOT_AN_EVENT, "is not an object"
+    trace_id = span.get("traceId")
+    if type(trace_id) is not str or not trace_id:
+        return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
+    span_id: str = span["spanId"] if type(span.get("spanId")) is str else ""
+    raw = _raw_attributes(span.get("attributes"))  # only the attributes read are decoded
+    meta: dict[str, Any] = {"runId": trace_id, "wallClockMs": _ms(span.get("endTimeUnixNano"))}
+    session = any_value(raw.get("gen_ai.conversation.id")) or any_value(raw.get("session.id"))
+    if type(session) is str and session:
+        meta["sessionId"] = session
+    tool = None if (trace_id, span_id) in seen else next(filter(None, (read(raw) for read in DIALECTS)), None)
+    if tool is None:
+        return [Event(index, OTHER_SPAN, {}, meta)]
+    if not (type(tool.call_id) is str and tool.call_id):
+        if not span_id:
+            return REASON_MISSING_CALL_ID, "is a tool call with neither a call id nor a `spanId`"
+        tool.call_id, tool.call_id_from = f"{trace_id}:{span_id}", "span"
+    if span_id:
+        seen.add((trace_id, span_id))
+    meta["otel"] = {"spanId": span_id, "callIdFrom": tool.call_id_from}
+    start: dict[str, Any] = {"toolCallId": tool.call_id}
+    if type(tool.name) is str:
+        start["toolName"] = tool.name
+    if tool.args is not _MISSING:
+        start["args"] = tool.args
+    events = [Event(index, TOOL_START, start, {**meta, "wallClockMs": _ms(span.get("startTimeUnixNano"))})]
+    status = span.get("status")
+    failed = tool.failed or (type(status) is dict and status.get("code") in _STATUS_ERROR)
+    if tool.result is not _MISSING or failed:
+        end: dict[str, Any] = {"toolCallId": tool.call_id}
+        if tool.result is not _MISSING:
+            end["result"] = tool.result
+            if tool.result == REDACTED_MARK:
+                meta["otel"] = {**meta["otel"], "redacted": True}
+        if failed:
+            end["error"] = True
+        began, ended = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
+        if began is not None and ended is not None:
+            end["durationMs"] = (ended - began) / 1e6
+        events.append(Event(index + 1, TOOL_END, end, meta))
+    return events
+
+
+def _log_event(record: Any, index: int) -> list[Event] | tuple[str, str]:
+    """One log record → one not-needed event of its trace's run (no dialect reads logs yet)."""
+    if type(record) is not dict:
+        return REASON_NOT_AN_EVENT, "is not an object"
+    trace_id = record.get("traceId")
+    if type(trace_id) is not str or not trace_id:
+        return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
+    ms = _ms(record.get("timeUnixNano")) or _ms(record.get("observedTimeUnixNano"))
+    return [Event(index, OTHER_LOG, {}, {"runId": trace_id, "wallClockMs": ms})]
+
+
+def _list(holder: Any, key: str) -> list:
+    value = holder.get(key) if type(holder) is dict else None
+    return value if type(value) is list else []
+
+
+def _spans_and_logs(data: dict) -> Iterator[tuple[str, Any]]:
+    """("Span", span) and ("Log record", record) of one `TracesData` / `LogsData`, in order."""
+    for resource in _list(data, "resourceSpans"):
+        for scope in _list(resource, "scopeSpans"):
+            for span in _list(scope, "spans"):
+                yield "Span", span
+    for resource in _list(data, "resourceLogs"):
+        for scope in _list(resource, "scopeLogs"):
+            for record in _list(scope, "logRecords"):
+                yield "Log record", record
+
+
+def _otlp_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
+    """Each line's spans and log records as events at running positions in the file."""
+    index = 0
+    seen: set[tuple[str, str]] = set()
+    for line in lines:
+        if line.size <= max_event_bytes and not line.data.strip():
+            continue
+        where = f"Line {line.number}"
+        if line.size > max_event_bytes:
+            yield too_large(source_file, index, where, line.size, max_event_bytes, line.data)
+            index += 1
+            continue
+        try:
+            data = parse_utf8_safe(line.data)
+        except JSONError as exc:
+            yield DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, line.data, exc), line.data)
+            index += 1
+            continue
+        if type(data) is not dict or not (type(data.get("resourceSpans")) is list or type(data.get("resourceLogs")) is list):
+            detail = f"{where} is not OTLP/JSON: an object with a `resourceSpans` or `resourceLogs` array."
+            yield DeadLetter(source_file, index, None, REASON_NOT_AN_EVENT, detail, line.data)
+            index += 1
+            continue
+        for n, (kind, item) in enumerate(_spans_and_logs(data)):
+            made = span_events(item, index, seen) if kind == "Span" else _log_event(item, index)
+            if isinstance(made, tuple):
+                reason, detail = made
+                run_id = item.get("traceId") if type(item) is dict and type(item.get("traceId")) is str else None
+                yield DeadLetter(source_file, index, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.", dump(item))
+                index += 1
+                continue
+            yield from made
+            index += len(made)
+
+
+def _read_otlp(path: str, stream: Any, max_event_bytes: int) -> Opened:
+    return stream_lines(path, stream, max_event_bytes, FORMAT_OTLP_JSON, _otlp_lines)
+
+
+def _claims_otlp(head: bytes) -> bool:
+    return _OTLP_HEAD.match(head) is not None
+
+
+#: OTLP/JSON lines: a first line that opens with a `resourceSpans` or `resourceLogs` key, whatever
+#: the file's name (the spec's file exporter prefers `.jsonl`).
+OTLP_JSON = InputFormat(FORMAT_OTLP_JSON, (), _claims_otlp, _read_otlp, exact=True)
+
+
+def _claims_framed(head: bytes) -> bool:
+    # A big-endian length under 16 MiB (a first byte no text file has), then JSON, protobuf's
+    # field 1 (`resource_spans` / `resource_logs`) or a zstd frame.
+    return len(head) > 8 and head[0] == 0 and (head[4:5] in (b"{", b"\n") or head[4:8] == ZSTD_MAGIC)
+
+
+def _refuse_framed(path: str, stream: Any, max_event_bytes: int) -> Opened:
+    stream.close()
+    detail = (
+        "The file is the OpenTelemetry Collector's length-prefixed framing (its file exporter with `format: proto`, "
+        "or with `compression: zstd`), which is not read: set `format: json` and no `compression` on the exporter "
+        "to write OTLP/JSON lines (a whole file may then be compressed, .gz or .zst)."
+    )
+    return Opened(file_failure(path, REASON_UNKNOWN_FORMAT, detail))
+
+
+#: The Collector's length-prefixed OTLP files, refused with the setting that writes lines.
+OTLP_FRAMED = InputFormat("otlp-framed", (), _claims_framed, _refuse_framed, exact=True)
