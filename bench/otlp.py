@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         write_inputs(work, args.calls)
         files = {"jsonl": work / "calls.jsonl", "otlp": work / "calls.otlp.jsonl"}
         sizes = {k: p.stat().st_size for k, p in files.items()}
+        load_before = os.getloadavg()[0]
         decode: dict[str, list[float]] = {k: [] for k in files}
         job: dict[str, list[float]] = {k: [] for k in files}
         for _ in range(args.rounds):
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 decode[kind].append(decode_cpu(path))
                 if not args.no_job:
                     job[kind].append(job_wall(path, work / f"out-{kind}"))
-        result = {"calls": args.calls, "bytes": sizes, "load_before": os.getloadavg()[0]}
+        result: dict = {"calls": args.calls, "bytes": sizes, "load_before": round(load_before, 2)}
         for name, figures in (("decode_cpu_s", decode), ("job_wall_s", job)):
             if not figures["jsonl"]:
                 continue
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             result[name] = {k: round(v, 2) for k, v in best.items()}
             result[name.replace("_s", "_calls_per_s")] = {k: round(args.calls / v) for k, v in best.items()}
             result[name.replace("_s", "_ratio_otlp_over_jsonl")] = round(best["jsonl"] / best["otlp"], 2)
-        result["load_after"] = os.getloadavg()[0]
+        result["load_after"] = round(os.getloadavg()[0], 2)
         print(json.dumps(result, indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
