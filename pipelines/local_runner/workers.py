@@ -227,7 +227,7 @@ class WorkerPool:
         self.address = ""
         try:
             for _ in range(n):
-                worker = self._fork() if self.forked else self._spawn(self._beam_args)
+                worker = self._fork() if self.forked else self._spawn()
                 self._idle.append(worker)
                 self._all.append(worker)
             self._start_service()
@@ -247,12 +247,11 @@ class WorkerPool:
         os.close(read_fd)
         return _Worker(pid, write_fd)
 
-    @staticmethod
-    def _spawn(beam_args: list[str]) -> _Worker:
+    def _spawn(self) -> _Worker:
         proc = subprocess.Popen(
             [sys.executable, "-c", _SPAWNED],
             stdin=subprocess.PIPE,
-            env=_worker_env(beam_args),
+            env=_worker_env(self._beam_args),
         )
         assert proc.stdin is not None
         pipe = os.dup(proc.stdin.fileno())

@@ -52,6 +52,11 @@ class SourceError(Exception):
         self.reason = reason
         self.detail = detail
 
+    @classmethod
+    def unreadable(cls, verb: str, exc: Exception, why: object) -> "SourceError":
+        """The file could not be `verb` ("opened", "read") for `exc`, in `why`'s words (`exc` itself, or its `strerror`)."""
+        return cls(REASON_UNREADABLE, f"The file could not be {verb} ({type(exc).__name__}: {why}).")
+
 
 def decompress(data: bytes, name: str, limit: int | None = None) -> bytes:
     """Undo gzip or zstd, told by the magic bytes; any other bytes come back unchanged.

@@ -17,7 +17,7 @@ import orjson
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
     FORMAT_ENVELOPE, FORMAT_EVENTS_ARRAY, FORMAT_RECORDING, REASON_NOT_JSON, REASON_TOO_LARGE, REASON_UNKNOWN_FORMAT,
-    REASON_UNREADABLE, DeadLetter, Event, RunInput, SourceFile,
+    DeadLetter, Event, RunInput, SourceFile,
 )
 
 from .byte_streams import READ_ERRORS, Prepended, SourceError, decompress, document_too_large_detail, strip_bom
@@ -26,7 +26,7 @@ from .envelopes import (
     not_json_detail, own_or_hint, parse_utf8_safe, plain_event, too_deep, too_large, with_article,
 )
 from .formats import InputFormat, Opened
-from .lines import is_event_shaped_line, stream_lines
+from .lines import JSON_LINES, stream_lines
 
 __all__ = [
     "DOCUMENT",
@@ -318,13 +318,6 @@ def group_by_run(items: Iterable[Event | DeadLetter], source: SourceFile) -> Sou
     return source
 
 
-def _first_line_is_event(data: bytes) -> bool:
-    text = strip_bom(data).lstrip()
-    end = text.find(b"\n")
-    first = (text if end < 0 else text[:end]).strip()
-    return first.startswith(b"{") and is_event_shaped_line(first)
-
-
 def read_whole(path: str, stream: BinaryIO, max_event_bytes: int) -> Opened:
     """A file no other format claims, read as one JSON document of at most `max_event_bytes`.
 
@@ -337,15 +330,16 @@ def read_whole(path: str, stream: BinaryIO, max_event_bytes: int) -> Opened:
         data = stream.read(max_event_bytes + 1)
     except READ_ERRORS as exc:
         stream.close()
-        return Opened(file_failure(path, REASON_UNREADABLE, f"The file could not be read ({type(exc).__name__}: {exc})."))
+        failed = SourceError.unreadable("read", exc, exc)
+        return Opened(file_failure(path, failed.reason, failed.detail))
     if len(data) > max_event_bytes:
-        if _first_line_is_event(data):
+        if JSON_LINES.claims(strip_bom(data)):
             return stream_lines(path, io.BufferedReader(Prepended(data, stream), buffer_size=1 << 20), max_event_bytes)
         stream.close()
         return Opened(file_failure(path, REASON_TOO_LARGE, document_too_large_detail(max_event_bytes), data))
     stream.close()
     source = parse_document(path, data, max_event_bytes, utf8_safe=True)
-    if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and _first_line_is_event(data):
+    if source.format is None and source.dead_letters[0].reason == REASON_NOT_JSON and JSON_LINES.claims(strip_bom(data)):
         return stream_lines(path, io.BytesIO(data), max_event_bytes)
     return Opened(source)
 

@@ -103,19 +103,16 @@ def _raw_attributes(pairs: Any) -> dict[str, Any]:
     return {pair["key"]: pair.get("value") for pair in pairs if type(pair) is dict and type(pair.get("key")) is str}
 
 
-def _ms(nanos: Any) -> int | None:
-    """Unix nanoseconds (a decimal string or a number) → whole milliseconds."""
-    if type(nanos) is str and nanos.isdigit():
-        return int(nanos) // 1_000_000
-    if type(nanos) is int and nanos >= 0:
-        return nanos // 1_000_000
-    return None
-
-
 def _nanos(value: Any) -> int | None:
+    """Unix nanoseconds, as OTLP/JSON writes them (a decimal string) or a number; None when not a time."""
     if type(value) is str and value.isdigit():
         return int(value)
     return value if type(value) is int else None
+
+
+def _ms(nanos: int | None) -> int | None:
+    """Nanoseconds → whole milliseconds; None before 1970."""
+    return None if nanos is None or nanos < 0 else nanos // 1_000_000
 
 
 #: A value recorded as not recorded: the attribute is missing.
@@ -197,7 +194,8 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
     span_id: str = span["spanId"] if type(span.get("spanId")) is str else ""
     raw = _raw_attributes(span.get("attributes"))  # only the attributes read are decoded
-    meta: dict[str, Any] = {"runId": trace_id, "wallClockMs": _ms(span.get("endTimeUnixNano"))}
+    began, ended = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
+    meta: dict[str, Any] = {"runId": trace_id, "wallClockMs": _ms(ended)}
     session = any_value(raw.get("gen_ai.conversation.id")) or any_value(raw.get("session.id"))
     if type(session) is str and session:
         meta["sessionId"] = session
@@ -216,7 +214,7 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         start["toolName"] = tool.name
     if tool.args is not _MISSING:
         start["args"] = tool.args
-    events = [Event(index, TOOL_START, start, {**meta, "wallClockMs": _ms(span.get("startTimeUnixNano"))})]
+    events = [Event(index, TOOL_START, start, {**meta, "wallClockMs": _ms(began)})]
     status = span.get("status")
     failed = tool.failed or (type(status) is dict and status.get("code") in _STATUS_ERROR)
     if tool.result is not _MISSING or failed:
@@ -227,7 +225,6 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
                 meta["otel"] = {**meta["otel"], "redacted": True}
         if failed:
             end["error"] = True
-        began, ended = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
         if began is not None and ended is not None:
             end["durationMs"] = (ended - began) / 1e6
         events.append(Event(index + 1, TOOL_END, end, meta))
@@ -241,7 +238,7 @@ def _log_event(record: Any, index: int) -> list[Event] | tuple[str, str]:
     trace_id = record.get("traceId")
     if type(trace_id) is not str or not trace_id:
         return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
-    ms = _ms(record.get("timeUnixNano")) or _ms(record.get("observedTimeUnixNano"))
+    ms = _ms(_nanos(record.get("timeUnixNano"))) or _ms(_nanos(record.get("observedTimeUnixNano")))
     return [Event(index, OTHER_LOG, {}, {"runId": trace_id, "wallClockMs": ms})]
 
 
@@ -269,32 +266,36 @@ def _otlp_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -
     for line in lines:
         if line.size <= max_event_bytes and not line.data.strip():
             continue
-        where = f"Line {line.number}"
-        if line.size > max_event_bytes:
-            yield too_large(source_file, index, where, line.size, max_event_bytes, line.data)
-            index += 1
-            continue
-        try:
-            data = parse_utf8_safe(line.data)
-        except JSONError as exc:
-            yield DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, line.data, exc), line.data)
-            index += 1
-            continue
-        if type(data) is not dict or not (type(data.get("resourceSpans")) is list or type(data.get("resourceLogs")) is list):
-            detail = f"{where} is not OTLP/JSON: an object with a `resourceSpans` or `resourceLogs` array."
-            yield DeadLetter(source_file, index, None, REASON_NOT_AN_EVENT, detail, line.data)
-            index += 1
-            continue
-        for n, (kind, item) in enumerate(_spans_and_logs(data)):
-            made = span_events(item, index, seen) if kind == "Span" else _log_event(item, index)
-            if isinstance(made, tuple):
-                reason, detail = made
-                run_id = item.get("traceId") if type(item) is dict and type(item.get("traceId")) is str else None
-                yield DeadLetter(source_file, index, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.", dump(item))
-                index += 1
-                continue
-            yield from made
-            index += len(made)
+        items = _line_items(source_file, line, index, seen, max_event_bytes)
+        yield from items
+        index += len(items)
+
+
+def _line_items(
+    source_file: str, line: Line, index: int, seen: set[tuple[str, str]], max_event_bytes: int
+) -> list[Event | DeadLetter]:
+    """One line's events from position `index` on, or the one dead letter of a line that is not OTLP/JSON."""
+    where = f"Line {line.number}"
+    if line.size > max_event_bytes:
+        return [too_large(source_file, index, where, line.size, max_event_bytes, line.data)]
+    try:
+        data = parse_utf8_safe(line.data)
+    except JSONError as exc:
+        return [DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, line.data, exc), line.data)]
+    if type(data) is not dict or not (type(data.get("resourceSpans")) is list or type(data.get("resourceLogs")) is list):
+        detail = f"{where} is not OTLP/JSON: an object with a `resourceSpans` or `resourceLogs` array."
+        return [DeadLetter(source_file, index, None, REASON_NOT_AN_EVENT, detail, line.data)]
+    items: list[Event | DeadLetter] = []
+    for n, (kind, item) in enumerate(_spans_and_logs(data)):
+        at = index + len(items)
+        made = span_events(item, at, seen) if kind == "Span" else _log_event(item, at)
+        if isinstance(made, tuple):
+            reason, detail = made
+            run_id = item.get("traceId") if type(item) is dict and type(item.get("traceId")) is str else None
+            items.append(DeadLetter(source_file, at, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.", dump(item)))
+        else:
+            items += made
+    return items
 
 
 def _read_otlp(path: str, stream: Any, max_event_bytes: int) -> Opened:

@@ -86,12 +86,12 @@ def _decompressed(path: str) -> tuple[BinaryIO, bytes]:
     except Exception as exc:  # OSError, BeamIOError, …: the path cannot be opened
         if local is not None and not isinstance(local, bytes):  # an open file, not bytes read whole
             local.close()
-        raise _failed("opened", exc, str(exc)) from None
+        raise SourceError.unreadable("opened", exc, exc) from None
     try:
         head, taken = _head(stream)
     except READ_ERRORS as exc:
         stream.close()
-        raise _failed("read", exc, str(exc)) from None
+        raise SourceError.unreadable("read", exc, exc) from None
     if taken:
         stream = io.BufferedReader(Prepended(head, stream), buffer_size=1 << 20)
     return stream, head
@@ -136,7 +136,7 @@ def _open_local(path: str) -> bytes | BinaryIO | None:
                 pass
             else:
                 raise _not_regular(path, mode) from None
-        raise _failed("opened", exc, exc.strerror) from None
+        raise SourceError.unreadable("opened", exc, exc.strerror) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -149,16 +149,12 @@ def _open_local(path: str) -> bytes | BinaryIO | None:
         f = open(fd, "rb", buffering=0)
     except OSError as exc:
         os.close(fd)
-        raise _failed("opened", exc, exc.strerror) from None
+        raise SourceError.unreadable("opened", exc, exc.strerror) from None
     try:
         with f:
             return f.readall()
     except OSError as exc:
-        raise _failed("read", exc, exc.strerror) from None
-
-
-def _failed(verb: str, exc: Exception, why: str | None) -> SourceError:
-    return SourceError(REASON_UNREADABLE, f"The file could not be {verb} ({type(exc).__name__}: {why}).")
+        raise SourceError.unreadable("read", exc, exc.strerror) from None
 
 
 def _head(stream: BinaryIO) -> tuple[bytes, bool]:
