@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,9 @@ class Declarations:
 
     rows_at: dict[str, str] = field(default_factory=dict)
     source: str | None = None
+    #: The attribute value length limit the tracer ran with (`--trace-value-limit`): a trace's text
+    #: value this long reads as maybe cut by the recorder (docs/traces.md).
+    trace_value_limit: int | None = None
 
     def rows_at_for(self, tool_name: str | None) -> str | None:
         """The declared rows key of a tool, or None."""
@@ -41,14 +44,20 @@ class Declarations:
         return self.rows_at.get(tool_name)
 
     def canonical(self) -> str:
-        """What decides a reading (`{tool: rowsAt}`) as JSON with sorted keys: the manifest's `declarations`."""
-        return json.dumps(self.rows_at, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        """What decides a reading (`{tool: rowsAt}`, with a trace value limit `{"tools": …, "traceValueLimit": N}`)
+        as JSON with sorted keys: the manifest's `declarations`."""
+        decides: dict[str, Any] = self.rows_at
+        if self.trace_value_limit is not None:
+            decides = {"tools": self.rows_at, "traceValueLimit": self.trace_value_limit}
+        return json.dumps(decides, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     @cached_property
     def sha256(self) -> str | None:
         """The sha256 of `canonical()` (a file's layout, order and other keys do not change it), as
-        `readings.declarations_sha256` and a stream's checkpoint record it; None: no declarations given."""
-        return None if self.source is None else hashlib.sha256(self.canonical().encode("utf-8", "surrogatepass")).hexdigest()
+        `readings.declarations_sha256` and a stream's checkpoint record it; None: nothing declared."""
+        if self.source is None and self.trace_value_limit is None:
+            return None
+        return hashlib.sha256(self.canonical().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def validate_declarations(doc: Any, where: str = "declarations") -> Declarations:
@@ -84,8 +93,11 @@ def validate_declarations(doc: Any, where: str = "declarations") -> Declarations
     return Declarations(rows_at=rows_at, source=where)
 
 
-def load_declarations(path: str | None) -> Declarations:
-    """Read and validate a declarations file; no path gives empty declarations."""
+def load_declarations(path: str | None, trace_value_limit: int | None = None) -> Declarations:
+    """Read and validate a declarations file; no path gives empty declarations. `trace_value_limit`:
+    the `--trace-value-limit` named with them."""
+    if trace_value_limit is not None:
+        return replace(load_declarations(path), trace_value_limit=trace_value_limit)
     if not path:
         return Declarations()
     p = Path(path)

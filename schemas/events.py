@@ -19,6 +19,8 @@ EVENT_PREFIX = "agentfootprint."
 
 #: Redaction placeholders (docs/events.md §7): a value that is one of these was kept out.
 PLACEHOLDERS = frozenset({"[REDACTED]", "REDACTED"})
+#: OpenInference's mark of a value hidden on purpose in a trace (`OPENINFERENCE_HIDE_OUTPUTS`, docs/traces.md).
+TRACE_REDACTED = "__REDACTED__"
 
 #: Input formats, as written in `runs.format` (docs/output.md §1).
 FORMAT_ENVELOPE = "recording-envelope-v1"
@@ -54,6 +56,10 @@ CHECKIN_DECISION = "checkin.decision"
 PAUSE_RESUME = "pause.resume"
 TURN_START = "agent.turn_start"
 TURN_END = "agent.turn_end"
+#: A trace's chat messages (docs/traces.md): a tool result a model call read (`modelResult`), and a
+#: tool call a model asked for (its `toolName`).
+MODEL_READ = "otel.model_read"
+MODEL_ASKED = "otel.model_asked"
 
 #: Types a run's outcome rules read without a call id (resumed-leg detection).
 RUN_EVENT_TYPES = frozenset({PAUSE_RESUME, TURN_START, TURN_END})

@@ -14,8 +14,9 @@ import pyarrow as pa
 #: Bumped on any change to a table below (renaming or dropping a column is breaking).
 #: 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
 #: `dead_letters.recorded_at`, and `--partition-by ended_date` cuts all three tables.
-#: 5: `readings.call_id_from` (calls read from OpenTelemetry traces).
-SCHEMA_VERSION = "5"
+#: 5: `readings.call_id_from` (calls read from OpenTelemetry traces). 6: `readings.value_disagrees`,
+#: `readings.maybe_recorder_cut` (the value a trace's model call read; a trace's cut).
+SCHEMA_VERSION = "6"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
@@ -59,6 +60,7 @@ READINGS = pa.schema(
         pa.field("withheld_by", pa.string()),
         pa.field("status", pa.string()),
         pa.field("value_from", pa.string()),
+        pa.field("value_disagrees", pa.bool_(), nullable=False),
         pa.field("door_from", pa.string(), nullable=False),
         pa.field("door_absent", pa.bool_(), nullable=False),
         pa.field("door_bounded", pa.bool_(), nullable=False),
@@ -84,6 +86,7 @@ READINGS = pa.schema(
         pa.field("served_rest", pa.string()),
         pa.field("served_leaves", pa.list_(pa.string())),
         pa.field("served_words", pa.string()),
+        pa.field("maybe_recorder_cut", pa.bool_()),
         pa.field("resolved", RESOLVED_TYPE),
         pa.field("paging_next", pa.string()),
         pa.field("paging_complete", pa.bool_()),

@@ -110,6 +110,10 @@ def _parser() -> FlagParser:
                    help="a file, a folder or a glob (** for any depth); repeat for more")
     p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
+    p.add_argument("--trace-value-limit", type=_positive, metavar="N",
+                   help="the attribute value length limit the traces were recorded with "
+                        "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT): a trace's text value of N characters reads as "
+                        "maybe cut by the recorder")
     p.add_argument("--max-event-bytes", type=_positive, default=DEFAULT_MAX_EVENT_BYTES,
                    help="an event (or a JSON document read whole, decompressed) larger than this is a "
                         "dead letter (too-large); default 64 MiB")
@@ -236,7 +240,7 @@ def run(argv: list[str] | None = None) -> int:
     out = args.output
     try:
         check_beam_args(beam_args, parser.long_flags)
-        declarations = load_declarations(args.declarations)
+        declarations = load_declarations(args.declarations, args.trace_value_limit)
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
         FileSystems.set_options(PipelineOptions(beam_args))

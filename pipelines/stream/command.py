@@ -209,6 +209,9 @@ def _parser() -> FlagParser:
     p.add_argument("--idle-seconds", type=float, default=10.0,
                    help="Kafka: a partition caught up this long does not hold event time back (default 10)")
     p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES)
+    p.add_argument("--trace-value-limit", type=int, metavar="N",
+                   help="the attribute value length limit the traces were recorded with: a trace's text value of "
+                        "N characters reads as maybe cut by the recorder")
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
     p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
     p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
@@ -286,6 +289,8 @@ def _check(args: argparse.Namespace) -> None:
     for name in ("window_seconds", "flush_seconds"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be more than 0")
+    if args.trace_value_limit is not None and args.trace_value_limit <= 0:
+        raise UsageError("--trace-value-limit must be more than 0")
     if args.max_event_bytes <= 0 or args.max_records < 0:
         raise UsageError("--max-event-bytes must be more than 0 and --max-records 0 or more")
     if args.job_server_heap_mb is not None and args.job_server_heap_mb < 256:
@@ -352,7 +357,7 @@ def run(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     try:
         check_beam_args(beam_args, parser.long_flags)
-        declarations = load_declarations(args.declarations)
+        declarations = load_declarations(args.declarations, args.trace_value_limit)
         args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
         kind, parts = parse_source(args.source)
         _check(args)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from footprint_audit.readers import UNDEFINED
-from footprint_audit.schemas.events import PLACEHOLDERS, DeadLetter, Event
+from footprint_audit.schemas.events import PLACEHOLDERS, TRACE_REDACTED, DeadLetter, Event
 
 __all__ = [
     "DOOR_EVENTS",
@@ -82,20 +82,24 @@ class Call:
     served_under_policy: bool = False
 
     @property
-    def call_id_from(self) -> str:
-        """Where `tool_call_id` comes from: what a trace's tool span says (`meta.otel.callIdFrom`,
-        docs/traces.md), else `toolCallId` (a recording's own)."""
+    def trace(self) -> dict | None:
+        """What a trace says of the call (`meta.otel` of its end, else its start: docs/traces.md); None: a recording's."""
         for ev in (self.end, self.start):
             otel = ev.meta.get("otel") if ev is not None else None
-            if type(otel) is dict and type(otel.get("callIdFrom")) is str:
-                return otel["callIdFrom"]
-        return "toolCallId"
+            if type(otel) is dict:
+                return otel
+        return None
+
+    @property
+    def call_id_from(self) -> str:
+        """Where `tool_call_id` comes from: the trace's dialect (`meta.otel.callIdFrom`), else `toolCallId`."""
+        said = self.trace
+        return said["callIdFrom"] if said is not None and type(said.get("callIdFrom")) is str else "toolCallId"
 
     @property
     def value_redacted(self) -> bool:
-        """A trace's tool span recorded its result as a redaction mark (`meta.otel.redacted`, docs/traces.md)."""
-        otel = self.end.meta.get("otel") if self.end is not None else None
-        return type(otel) is dict and otel.get("redacted") is True
+        """A trace's value read is the redaction mark `__REDACTED__` (docs/traces.md)."""
+        return self.trace is not None and self.value_read()[0] == TRACE_REDACTED
 
     @property
     def has_value(self) -> bool:

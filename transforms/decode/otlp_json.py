@@ -16,6 +16,16 @@ Dialects read here (`DIALECTS`, first match wins; docs/traces.md lists them):
    "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.result`.
 4. OpenInference `TOOL` spans: `openinference.span.kind == "TOOL"`, `tool.name`, `tool.id`,
    `output.value`.
+
+And the tool results a model call read, in its chat messages (`MESSAGE_DIALECTS`, first match wins), each
+one `MODEL_READ` event (`modelResult`), and the tool calls a model asked for, each one `MODEL_ASKED`
+event (the tool's name):
+2. `tool_call_response` parts of `gen_ai.input.messages` (1.37 and later), `tool_call` parts of
+   `gen_ai.output.messages`; on an inference span or a `gen_ai.client.inference.operation.details` event.
+3. The message events of 1.36 and earlier: `gen_ai.tool.message` (body `{content, id}`), the `tool_calls`
+   of `gen_ai.assistant.message` and `gen_ai.choice`; log records, or span events with the body's fields.
+4. An OpenInference `LLM` span's `llm.input_messages.N.message` of role `tool` (`tool_call_id`, `content`)
+   and its `llm.output_messages.N.message.tool_calls.M.tool_call` (`id`, `function.name`).
 """
 
 from __future__ import annotations
@@ -26,8 +36,8 @@ from typing import Any, Iterable, Iterator
 
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
-    FORMAT_OTLP_JSON, REASON_MISSING_CALL_ID, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON,
-    REASON_UNKNOWN_FORMAT, TOOL_END, TOOL_START, DeadLetter, Event,
+    FORMAT_OTLP_JSON, MODEL_ASKED, MODEL_READ, REASON_MISSING_CALL_ID, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT,
+    REASON_NOT_JSON, REASON_UNKNOWN_FORMAT, TOOL_END, TOOL_START, DeadLetter, Event,
 )
 
 from .byte_streams import ZSTD_MAGIC
@@ -36,7 +46,7 @@ from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
 from .formats import InputFormat, Opened
 from .lines import Line, stream_lines
 
-__all__ = ["DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "REDACTED_MARK", "ToolSpan", "any_value", "attributes", "span_events"]
+__all__ = ["DIALECTS", "MESSAGE_DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "ToolSpan", "any_value", "attributes", "span_events"]
 
 #: The type of an event made of a span or log record that is not a tool call (not needed).
 OTHER_SPAN = "otel.span"
@@ -118,9 +128,6 @@ def _ms(nanos: int | None) -> int | None:
 #: A value recorded as not recorded: the attribute is missing.
 _MISSING: Any = object()
 
-#: OpenInference's mark of a value hidden on purpose (`OPENINFERENCE_HIDE_OUTPUTS`).
-REDACTED_MARK = "__REDACTED__"
-
 
 @dataclass(slots=True)
 class ToolSpan:
@@ -179,6 +186,118 @@ def _tool_message(value: Any) -> dict | None:
 #: The dialects of a tool span, first match wins (docs/traces.md).
 DIALECTS = (_execute_tool, _openinference_tool)
 
+#: What a span's or log record's chat messages say of tool calls: `(MODEL_READ | MODEL_ASKED, payload,
+#: where the call id comes from)`.
+Said = list[tuple[str, dict[str, Any], str]]
+
+
+def _said(call_id: Any, name: Any, value: Any = _MISSING) -> dict[str, Any]:
+    payload: dict[str, Any] = {"toolCallId": call_id}
+    if type(name) is str:
+        payload["toolName"] = name
+    if value is not _MISSING:
+        payload["modelResult"] = value
+    return payload
+
+
+def _is_id(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _messages(value: Any) -> list:
+    """A messages attribute as recorded (a JSON string, or structured) → its list of messages."""
+    if type(value) is str:
+        try:
+            value = parse_json(value.encode("utf-8", "surrogatepass"))
+        except JSONError:
+            return []
+    return value if type(value) is list else []
+
+
+def _parts(messages: list, role: str, kind: str) -> Iterator[dict]:
+    """The parts of type `kind` of the messages of `role` whose `id` is a call id."""
+    for message in messages:
+        if type(message) is dict and message.get("role") == role and type(message.get("parts")) is list:
+            yield from (p for p in message["parts"] if type(p) is dict and p.get("type") == kind and _is_id(p.get("id")))
+
+
+def _chat_messages(raw: dict[str, Any]) -> Said:
+    """Dialect 2: `tool_call_response` parts of `gen_ai.input.messages` (the tool's name from the
+    `tool_call` part it answers, where the history holds it), `tool_call` parts of `gen_ai.output.messages`."""
+    inputs = _messages(any_value(raw.get("gen_ai.input.messages")))
+    names = {p["id"]: p.get("name") for p in _parts(inputs, "assistant", "tool_call")}
+    said: Said = [(MODEL_READ, _said(p["id"], names.get(p["id"]), p["response"]), "gen_ai.input.messages")
+                  for p in _parts(inputs, "tool", "tool_call_response") if "response" in p]
+    outputs = _messages(any_value(raw.get("gen_ai.output.messages")))
+    return said + [(MODEL_ASKED, _said(p["id"], p.get("name")), "gen_ai.output.messages")
+                   for p in _parts(outputs, "assistant", "tool_call")]
+
+
+def _message_event(name: Any, body: Any) -> Said:
+    """Dialect 3, the message events of 1.36 and earlier: a `gen_ai.tool.message` body `{content, id}`
+    (a result read); the `tool_calls` of a `gen_ai.assistant.message` body or a `gen_ai.choice`
+    body's `message` (calls asked for, `{id, function: {name}}`)."""
+    if type(body) is not dict:
+        return []
+    if name == "gen_ai.tool.message":
+        return [(MODEL_READ, _said(body["id"], None, body["content"]), name)] if _is_id(body.get("id")) and "content" in body else []
+    message = body.get("message") if name == "gen_ai.choice" else body if name == "gen_ai.assistant.message" else None
+    calls = message.get("tool_calls") if type(message) is dict else None
+    return [(MODEL_ASKED, _said(c["id"], _field(c.get("function"), "name")), name)
+            for c in (calls if type(calls) is list else ()) if type(c) is dict and _is_id(c.get("id"))]
+
+
+def _field(holder: Any, key: str) -> Any:
+    return holder.get(key) if type(holder) is dict else None
+
+
+_LLM_MESSAGE = re.compile(r"llm\.(input|output)_messages\.(\d+)\.message\.(.+)")
+_LLM_TOOL_CALL = re.compile(r"tool_calls\.(\d+)\.tool_call\.(id|function\.name)")
+
+
+def _llm_messages(raw: dict[str, Any]) -> Said:
+    """Dialect 4's model side: an OpenInference `LLM` span's `tool` input messages and the tool calls
+    of its output messages, from their flattened attributes."""
+    if any_value(raw.get("openinference.span.kind")) != "LLM":
+        return []
+    messages: dict[tuple[str, int], dict[str, Any]] = {}
+    for key, value in raw.items():
+        found = _LLM_MESSAGE.fullmatch(key)
+        if found:
+            messages.setdefault((found[1], int(found[2])), {})[found[3]] = any_value(value)
+    said: Said = []
+    for (side, _), fields in sorted(messages.items()):
+        if side == "input" and fields.get("role") == "tool" and _is_id(fields.get("tool_call_id")) and "content" in fields:
+            said.append((MODEL_READ, _said(fields["tool_call_id"], fields.get("name"), fields["content"]), "llm.input_messages"))
+        elif side == "output":
+            asked: dict[int, dict[str, Any]] = {}
+            for key, value in fields.items():
+                found = _LLM_TOOL_CALL.fullmatch(key)
+                if found:
+                    asked.setdefault(int(found[1]), {})[found[2]] = value
+            said += [(MODEL_ASKED, _said(c["id"], c.get("function.name")), "llm.output_messages")
+                     for _, c in sorted(asked.items()) if _is_id(c.get("id"))]
+    return said
+
+
+def _span_message_events(span: dict) -> Said:
+    """Dialect 3 as span events: a message event whose attributes are its body's fields."""
+    return [said for event in _list(span, "events") if type(event) is dict
+            for said in _message_event(event.get("name"), attributes(event.get("attributes")))]
+
+
+#: A span's or log record's chat messages, first match wins (docs/traces.md).
+MESSAGE_DIALECTS = (_chat_messages, _llm_messages)
+
+
+def _said_events(said: Said, index: int, meta: dict[str, Any], span_id: str, read_ms: int | None,
+                 asked_ms: int | None) -> list[Event]:
+    """Chat messages' tool calls as events from position `index` on: a result read at the time its model
+    call began, a call asked for at the time its model call ended."""
+    return [Event(index + n, kind, payload, {**meta, "wallClockMs": read_ms if kind == MODEL_READ else asked_ms,
+                                             "otel": {"spanId": span_id, "callIdFrom": id_from}})
+            for n, (kind, payload, id_from) in enumerate(said)]
+
 
 def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event] | tuple[str, str]:
     """One span → its events from position `index` on, or `(reason, detail)` for its dead letter.
@@ -201,6 +320,9 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         meta["sessionId"] = session
     tool = None if (trace_id, span_id) in seen else next(filter(None, (read(raw) for read in DIALECTS)), None)
     if tool is None:
+        said = next(filter(None, (read(raw) for read in MESSAGE_DIALECTS)), None) or _span_message_events(span)
+        if said:
+            return _said_events(said, index, meta, span_id, _ms(began), _ms(ended))
         return [Event(index, OTHER_SPAN, {}, meta)]
     if not (type(tool.call_id) is str and tool.call_id):
         if not span_id:
@@ -221,8 +343,6 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         end: dict[str, Any] = {"toolCallId": tool.call_id}
         if tool.result is not _MISSING:
             end["result"] = tool.result
-            if tool.result == REDACTED_MARK:
-                meta["otel"] = {**meta["otel"], "redacted": True}
         if failed:
             end["error"] = True
         if began is not None and ended is not None:
@@ -232,14 +352,21 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
 
 
 def _log_event(record: Any, index: int) -> list[Event] | tuple[str, str]:
-    """One log record → one not-needed event of its trace's run (no dialect reads logs yet)."""
+    """One log record → the tool calls its chat messages say (an inference details event, a
+    `gen_ai.tool.message` event), else one not-needed event of its trace's run."""
     if type(record) is not dict:
         return REASON_NOT_AN_EVENT, "is not an object"
     trace_id = record.get("traceId")
     if type(trace_id) is not str or not trace_id:
         return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
     ms = _ms(_nanos(record.get("timeUnixNano"))) or _ms(_nanos(record.get("observedTimeUnixNano")))
-    return [Event(index, OTHER_LOG, {}, {"runId": trace_id, "wallClockMs": ms})]
+    meta = {"runId": trace_id, "wallClockMs": ms}
+    raw = _raw_attributes(record.get("attributes"))
+    said = next(filter(None, (read(raw) for read in MESSAGE_DIALECTS)), None) or _message_event(
+        record.get("eventName") or any_value(raw.get("event.name")), any_value(record.get("body")))
+    if said:
+        return _said_events(said, index, meta, record["spanId"] if type(record.get("spanId")) is str else "", ms, ms)
+    return [Event(index, OTHER_LOG, {}, meta)]
 
 
 def _list(holder: Any, key: str) -> list:

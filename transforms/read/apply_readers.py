@@ -49,8 +49,9 @@ class _ApplyReadersFn(beam.DoFn):
         self._n += len(group)
         if self._ticker.due():
             self._ticker.say(f"{self._n:,} calls read so far")
-        rows_at_for, version, sha = self.declarations.rows_at_for, self.reader_version, self.declarations.sha256
-        return (ReadingRows([reading_values(call, rows_at_for, version, sha) for call in group]),)
+        d = self.declarations
+        rows_at_for, version, sha, limit = d.rows_at_for, self.reader_version, d.sha256, d.trace_value_limit
+        return (ReadingRows([reading_values(call, rows_at_for, version, sha, limit) for call in group]),)
 
     def finish_bundle(self) -> None:
         self.readings.inc(self._n - self._counted)

@@ -17,6 +17,8 @@ import re
 from operator import itemgetter
 from typing import Any, Callable
 
+import orjson
+
 from footprint_audit.readers import (
     UNDEFINED, declared_by_value, json_prefix_of, leading_json_values, parse_maybe_json, read_absence,
     read_coverage_ledger, read_emptiness, read_paging, read_resolved,
@@ -28,7 +30,7 @@ from footprint_audit.schemas.events import event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
-__all__ = ["reading_row", "reading_values", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
+__all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
 
 
 #: What a reading records it was read by: the reader rules' version (`readers.rules`).
@@ -165,13 +167,15 @@ def reading_values(
     rows_at_for: Callable[[str | None], str | None],
     reader_version: str = READER_VERSION,
     declarations_sha256: str | None = None,
+    trace_value_limit: int | None = None,
 ) -> tuple:
     """One call → its `readings` row as a tuple of values in the table's column order (`READING_COLUMNS`).
 
     Each value is set under its column's name, then put in the order of the Arrow schema, the form
     the job's writer takes (`transforms.write.parquet.rows_to_arrow`): a column in the schema that
     the row does not name fails here, and an order of the schema's columns cannot misplace a value.
-    `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row.
+    `declarations_sha256`: the declarations' `Declarations.sha256`, the same in every row;
+    `trace_value_limit`: `Declarations.trace_value_limit` (`maybe_recorder_cut`).
     """
     end = call.end
     if end is not None:
@@ -182,8 +186,10 @@ def reading_values(
         status = end_p.get("status")
         if type(status) is not str:
             status = None
+        disagrees = "modelResult" in end_p and "result" in end_p and not same_value(end_p["result"], end_p["modelResult"])
     else:
         ended_at = duration = status = None
+        disagrees = False
     value, value_from = call.value_read()
     door_absent, door_bounded = call.door_absent, call.door_bounded
     if value_from is None:
@@ -218,6 +224,7 @@ def reading_values(
         "withheld_by": call.withheld_by,
         "status": status,
         "value_from": value_from,
+        "value_disagrees": disagrees,
         "door_from": call.door_from,
         "door_absent": door_absent,
         "door_bounded": door_bounded,
@@ -227,6 +234,7 @@ def reading_values(
         "value_declares_bounded": declared.bounded if declared else None,
         "value_declares_gap": declared.gap if declared else None,
         **served,
+        "maybe_recorder_cut": maybe_recorder_cut(value, trace_value_limit) if call.trace is not None and value_from else None,
         "resolved": _resolved_rows(resolved),
         "paging_next": paging_next_text(paging) if paging is not None else None,
         "paging_complete": (paging.get("next") is None) if paging is not None else None,
@@ -249,9 +257,37 @@ def reading_row(
     rows_at_for: Callable[[str | None], str | None],
     reader_version: str = READER_VERSION,
     declarations_sha256: str | None = None,
+    trace_value_limit: int | None = None,
 ) -> dict:
     """One call → its `readings` row (every column of `schemas.tables.READINGS`), as a dict."""
-    return dict(zip(READING_COLUMNS, reading_values(call, rows_at_for, reader_version, declarations_sha256)))
+    values = reading_values(call, rows_at_for, reader_version, declarations_sha256, trace_value_limit)
+    return dict(zip(READING_COLUMNS, values))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Two recorded values are one value: equal as JSON, a JSON text and the value it holds alike
+    (`value_disagrees` when they are not)."""
+    if (type(a) is str) is not (type(b) is str):
+        a, b = parse_maybe_json(a), parse_maybe_json(b)
+    if type(a) is str or type(b) is str:
+        return a == b
+    try:
+        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # a lone surrogate or a big integer: no canonical text
+        return bool(a == b)
+
+
+#: The marks instrumentations and backends leave where they cut a value: `[truncated]`,
+#: `… [truncated]`, `... [truncated, 70000 chars total]`, `(truncated)` (docs/traces.md).
+_CUT_MARK = re.compile(r"[\[(]truncated\b[^\])]*[\])]\s*\Z")
+
+
+def maybe_recorder_cut(value: Any, limit: int | None) -> bool | None:
+    """A trace's text value as long as the attribute limit the tracer ran with (the SDKs cut there
+    and leave no mark), or ending in a cut mark: maybe cut by the recorder, not the tool. None: not text."""
+    if type(value) is not str:
+        return None
+    return (limit is not None and len(value) == limit) or _CUT_MARK.search(value[-200:]) is not None
 
 
 #: Columns whose strings come from inside the value (JSON text may escape lone surrogates).

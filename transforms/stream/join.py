@@ -496,7 +496,8 @@ class _StatefulJoinFn(beam.DoFn):
         emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
         rows = []
         for call in calls:
-            row = reading_row(call, self.declarations.rows_at_for, self.reader_version, self.declarations.sha256)
+            d = self.declarations
+            row = reading_row(call, d.rows_at_for, self.reader_version, d.sha256, d.trace_value_limit)
             # where the reading's anchor event came from, not its place in the call's order
             anchor = call.event_index if call.event_index is not None else call.events[-1][1].index
             source, ev = originals[anchor]
