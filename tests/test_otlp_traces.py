@@ -5,6 +5,9 @@ The spans are written by the OpenTelemetry Python SDK and its OTLP/JSON file exp
 `opentelemetry-util-genai` (the GenAI instrumentations' own helper); the quirks of OTLP/JSON as
 it is written (hex ids, 64-bit integers as decimal strings, enums as integers, structured values,
 spans in any order, a span written twice, fields we do not know) are written by hand, one test each.
+The same spans are also sent by the SDK's OTLP exporters (HTTP and gRPC) to a real OpenTelemetry
+Collector (`tests/otel_collector.py`, built from `tools/collector/`), whose `file` exporter's file
+reads as the SDK's own.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +37,9 @@ from helpers import EXAMPLES, load_table
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
 from opentelemetry.trace import Status, StatusCode  # noqa: E402
+from otel_collector import Collector, running_collector  # noqa: E402
 
 DECLARATIONS = str(EXAMPLES / "declarations.json")
 
@@ -110,22 +115,30 @@ DIALECTS = {
 }
 
 
-@pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_the_examples_calls_written_as_tool_spans_read_as_from_the_recordings(tmp_path, dialect):
-    attributes, call_id_from, recordable = DIALECTS[dialect]
+def _trace_the_examples_calls(provider: sdk.TracerProvider, dialect: str, prefix: str = "") -> dict[str, dict]:
+    """The examples' calls that `dialect` can record, each a tool span under an agent span:
+    {call id given: the recording's reading}."""
+    attributes, _, recordable = DIALECTS[dialect]
     calls = [(call, row) for call, row in _examples_undeclared_calls() if recordable(call.value_read()[0])]
     assert len(calls) >= 8
-    path = tmp_path / "traces.jsonl"
-    provider = _provider(path)
     tracer = provider.get_tracer("footprint-audit-tests")
     ids = {}
     for n, (call, row) in enumerate(calls):
-        call_id = f"{n}-{call.tool_call_id}"  # unique across the examples' runs
+        call_id = f"{prefix}{n}-{call.tool_call_id}"  # unique across the examples' runs
         ids[call_id] = row
         with tracer.start_as_current_span(f"invoke_agent {call.run_id}"):
             with tracer.start_as_current_span("tool", attributes=attributes(call_id, call.value_read()[0], call.tool_name)) as span:
                 if row["outcome"] == "failed":
                     span.set_status(Status(StatusCode.ERROR))
+    return ids
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_the_examples_calls_written_as_tool_spans_read_as_from_the_recordings(tmp_path, dialect):
+    call_id_from = DIALECTS[dialect][1]
+    path = tmp_path / "traces.jsonl"
+    provider = _provider(path)
+    ids = _trace_the_examples_calls(provider, dialect)
     provider.shutdown()
 
     got = _by_call(_reassess(tmp_path, path))
@@ -389,3 +402,83 @@ def test_the_first_dialect_that_matches_wins():
         {"key": "tool.id", "value": {"stringValue": "from-openinference"}}]}
     start, = span_events(both, 0, set())  # type: ignore[misc]
     assert start.payload["toolCallId"] == "from-genai" and start.meta["otel"]["callIdFrom"] == "gen_ai.tool.call.id"
+
+
+# ---------------------------------------------------------------- files written by a real Collector
+
+
+def test_the_collector_manifest_keeps_every_module_at_one_release_and_keys_the_cache(tmp_path):
+    from tools.collector.build import BUILDER_VERSION, MANIFEST, collector_path
+
+    modules = re.findall(r"^\s*- gomod: (\S+) (v\S+)$", MANIFEST.read_text(), re.M)
+    assert len(modules) == 4
+    core = {version for module, version in modules if module.startswith("go.opentelemetry.io/collector/")}
+    contrib = {version for module, version in modules if "opentelemetry-collector-contrib" in module}
+    assert contrib == {BUILDER_VERSION} and BUILDER_VERSION in core  # the builder's release
+    assert len(core - {BUILDER_VERSION}) == 1 and all(v.startswith("v1.") for v in core - {BUILDER_VERSION})  # its stable modules
+    changed = tmp_path / MANIFEST.name
+    changed.write_text(MANIFEST.read_text() + "# changed\n")
+    assert collector_path(changed) != collector_path(MANIFEST)
+    assert collector_path(changed).parent == collector_path(MANIFEST).parent
+
+
+def _otlp_exporter(collector: Collector, protocol: str) -> SpanExporter:
+    if protocol == "http":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        return HttpExporter(endpoint=f"{collector.http_endpoint}/v1/traces", timeout=60)
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+    return GrpcExporter(endpoint=collector.grpc_endpoint, insecure=True, timeout=60)
+
+
+class _Recorded(SpanExporter):
+    """An exporter that keeps the result of each export it passes on (the batch processor drops them)."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner, self.results = inner, []
+
+    def export(self, spans):
+        self.results.append(self.inner.export(spans))
+        return self.results[-1]
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_the_collectors_file_reads_as_the_sdks_file(tmp_path, protocol):
+    """The same spans, sent by the SDK's OTLP exporter to a real Collector (otlp receiver, file exporter)
+    and written by the SDK's file exporter: the two files give the same readings."""
+    sdk_path = tmp_path / "sdk.jsonl"
+    with running_collector(tmp_path / "otelcol") as collector:
+        exporter = _Recorded(_otlp_exporter(collector, protocol))
+        provider = sdk.TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(sdk_path)))
+        provider.add_span_processor(BatchSpanProcessor(exporter))  # as a service sends: batches
+        ids = {}
+        for dialect in sorted(DIALECTS):
+            ids.update(_trace_the_examples_calls(provider, dialect, prefix=f"{dialect}-"))
+        provider.shutdown()  # the batches sent
+    # the Collector stopped (SIGTERM): its file exporter flushed and closed the file
+    assert exporter.results and set(exporter.results) == {SpanExportResult.SUCCESS}, exporter.results
+
+    lines = collector.path.read_bytes().splitlines()
+    assert lines and all(orjson.loads(line).keys() == {"resourceSpans"} for line in lines)
+    spans = [s for line in lines for rs in orjson.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert len(spans) == 2 * len(ids)  # each call's tool span and its agent span, once
+    assert len(lines) < len(spans)  # the Collector writes a batch a line, the SDK's file exporter a span a line
+
+    read = _reassess(tmp_path, collector.path, name="from-collector")
+    assert len(load_table(read, "readings")) == len(ids) and load_table(read, "dead_letters") == []
+    from_collector = _by_call(read)
+    from_sdk = _by_call(_reassess(tmp_path, sdk_path, name="from-sdk"))
+    assert sorted(from_collector) == sorted(from_sdk) == sorted(ids)
+    where = {"source_file", "event_index"}  # which file, and where in it: all else is the same reading
+    for call_id, want in ids.items():
+        mine, sdks = from_collector[call_id], from_sdk[call_id]
+        assert {c: v for c, v in mine.items() if c not in where} == {c: v for c, v in sdks.items() if c not in where}, call_id
+        assert {c: mine[c] for c in READER_COLUMNS} == {c: want[c] for c in READER_COLUMNS}, call_id  # and the recording's
