@@ -442,3 +442,11 @@ def test_a_runner_that_cannot_read_pubsub_is_refused_in_one_sentence():
     assert res.returncode == 2 and res.stderr.splitlines() == [
         "footprint-audit stream: --source pubsub://projects/p/subscriptions/s: pubsub:// is read by DataflowRunner, "
         "or outside Dataflow by --runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by FlinkRunner"], res.stderr
+
+
+def test_an_unbounded_kafka_read_on_the_local_runner_is_refused_in_one_sentence(capsys):
+    """The local runner writes a stream's tables once, when its read ends: a read that never ends would write nothing."""
+    assert stream_mod.run(["--source", "kafka://127.0.0.1:1/events", "--output", "out-never"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "footprint-audit stream: --source kafka://127.0.0.1:1/events on Beam's local runner (no --runner) needs "
+        "--max-records or --max-read-seconds: that runner writes a stream's tables once, when its read ends"]

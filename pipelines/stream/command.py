@@ -147,6 +147,7 @@ def build_stream(
     end_marker: str | None = None,
     rewind: bool = True,
     started_marker: str = "",
+    write_at_end: bool = False,
 ) -> None:
     """Wire the streaming job: source → events → stateful join → tables written every few seconds.
 
@@ -154,7 +155,9 @@ def build_stream(
     `rewind`: whether a Kafka read that starts from the consumer group's offsets starts some
     event time before them, to read the calls in flight again (a job that restores a checkpoint
     has them in its restored state, and its read goes on from the checkpoint's offsets).
-    `started_marker`: a file the Kafka read creates when it first runs.
+    `started_marker`: a file the Kafka read creates when it first runs. `write_at_end`: the runner
+    has no processing-time triggers (Beam's local runner), so the tables are written once, when a
+    bounded read ends, as a `file://` replay's always are.
     """
     events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
     classified = gives_dead_letters(
@@ -165,7 +168,8 @@ def build_stream(
     dead = DeadLetterCollector()
     dead.take(classified, joined)
     # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
-    w, flush = args.window_seconds, 0 if parse_source(source_uri)[0] == "file" else args.flush_seconds
+    once = write_at_end or parse_source(source_uri)[0] == "file"
+    w, flush = args.window_seconds, 0 if once else args.flush_seconds
     written = [
         joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
         dead.close(p)
@@ -318,7 +322,7 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
         pipeline = beam.Pipeline(runner=runner, options=options)
         end_marker = session.end_marker() if bounded else None
         build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
-                     rewind=session.restored is None, started_marker=started or "")
+                     rewind=session.restored is None, started_marker=started or "", write_at_end=runner is not None)
         if started is not None and os.path.exists(started):
             os.remove(started)
         result = pipeline.run()
@@ -365,6 +369,9 @@ def run(argv: list[str] | None = None) -> int:
             raise UsageError(f"--source {args.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
                              f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by "
                              f"{flink_state.runner_of(beam_args) or 'the local runner'}")
+        if kind == "kafka" and flink_state.runner_of(beam_args) is None and not (args.max_records or args.max_read_seconds):
+            raise UsageError(f"--source {args.source} on Beam's local runner (no --runner) needs --max-records or "
+                             "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
             group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)

@@ -63,17 +63,26 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, int | None,
     return n
 
 
+#: The runner options of `stream_cli`: the embedded Flink.
+FLINK = ("--runner=FlinkRunner", "--flink_master=[local]", "--environment_type=LOOPBACK", "--parallelism=1")
+
+
 def stream_cli(source: str, out: Path, *extra: str, log: Path, declarations: Path | None = None) -> subprocess.Popen:
     """`footprint-audit stream` on the embedded Flink, as its own process (logs to a file)."""
     return _launch(source, out, extra, log, declarations)
 
 
-def _launch(source: str, out: Path, extra: tuple, log: Path, declarations: Path | None) -> subprocess.Popen:
+def stream_local_cli(source: str, out: Path, *extra: str, log: Path, declarations: Path | None = None) -> subprocess.Popen:
+    """`footprint-audit stream` on Beam's local runner (no `--runner`), as its own process: a bounded
+    read (`--max-records`) is written once, when it ends."""
+    return _launch(source, out, extra, log, declarations, runner=())
+
+
+def _launch(source: str, out: Path, extra: tuple, log: Path, declarations: Path | None,
+            runner: tuple[str, ...] = FLINK) -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "footprint_audit.pipelines.cli", "stream", "--source", source, "--output", str(out),
-        "--declarations", str(declarations or ROOT / "examples" / "declarations.json"),
-        "--runner=FlinkRunner", "--flink_master=[local]", "--environment_type=LOOPBACK", "--parallelism=1",
-        *extra,
+        "--declarations", str(declarations or ROOT / "examples" / "declarations.json"), *runner, *extra,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(log, "ab") as f:

@@ -46,7 +46,10 @@ from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
 from .formats import InputFormat, Opened
 from .lines import Line, stream_lines
 
-__all__ = ["DIALECTS", "MESSAGE_DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "ToolSpan", "any_value", "attributes", "span_events"]
+__all__ = [
+    "DIALECTS", "MESSAGE_DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "ToolSpan", "any_value", "attributes", "message_items",
+    "span_events",
+]
 
 #: The type of an event made of a span or log record that is not a tool call (not needed).
 OTHER_SPAN = "otel.span"
@@ -399,10 +402,11 @@ def _otlp_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -
 
 
 def _line_items(
-    source_file: str, line: Line, index: int, seen: set[tuple[str, str]], max_event_bytes: int
+    source_file: str, line: Line, index: int, seen: set[tuple[str, str]], max_event_bytes: int, where: str = ""
 ) -> list[Event | DeadLetter]:
-    """One line's events from position `index` on, or the one dead letter of a line that is not OTLP/JSON."""
-    where = f"Line {line.number}"
+    """One line's events from position `index` on, or the one dead letter of a line that is not OTLP/JSON.
+    `where` names the line in a detail (default `Line N`)."""
+    where = where or f"Line {line.number}"
     if line.size > max_event_bytes:
         return [too_large(source_file, index, where, line.size, max_event_bytes, line.data)]
     try:
@@ -423,6 +427,13 @@ def _line_items(
         else:
             items += made
     return items
+
+
+def message_items(source: str, data: bytes, where: str, max_event_bytes: int) -> list[Event | DeadLetter]:
+    """One OTLP/JSON message (a Kafka record, a Pub/Sub message: one `TracesData` / `LogsData`, as
+    one line of a file holds it) → its events at positions 0, 1, … in it, read as that line's are,
+    or the one dead letter of a message that is not OTLP/JSON. `where` names it in a detail."""
+    return _line_items(source, Line(0, data, len(data)), 0, set(), max_event_bytes, where)
 
 
 def _read_otlp(path: str, stream: Any, max_event_bytes: int) -> Opened:

@@ -3,6 +3,8 @@
 Pattern: small `DoFn`s, one per concern, that the stream job chains.
 Role:    between the stream's sources (`transforms.stream.kafka_read`, Pub/Sub,
          `file://` replay) and the stateful join (`transforms.stream.join`).
+         A message holds one event, or many (an OTLP/JSON message: its spans' events), each at a
+         position of its own (`transforms.decode.items_from_message`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
 Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
@@ -28,7 +30,7 @@ from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
-from footprint_audit.transforms.decode import encode_held, event_from_message, open_source
+from footprint_audit.transforms.decode import encode_held, items_from_message, open_source
 from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
@@ -75,9 +77,17 @@ def stamp(
 
 def stamp_message(
     source: str, index: int, data: bytes, record_ms: Any, max_event_bytes: int, watermark_ms: int | None = None
-) -> tuple[TimestampedValue, int]:
-    """One message (a Kafka record, a Pub/Sub message) → `stamp` of what it holds."""
-    return stamp(source, event_from_message(source, index, data, max_event_bytes), record_ms, watermark_ms, data)
+) -> tuple[list[TimestampedValue], int]:
+    """One message (a Kafka record, a Pub/Sub message) → `stamp` of each item it holds, in its order
+    (`items_from_message`: one event envelope, or an OTLP/JSON message's many), and the latest of
+    their event times (-1: none)."""
+    stamped, latest = [], -1
+    for item in items_from_message(source, index, data, max_event_bytes):
+        # an envelope's dead letter keeps the message's bytes (`Event.raw`); a span's event is written out
+        value, ms = stamp(source, item, record_ms, watermark_ms, item.raw if isinstance(item, Event) else None)
+        stamped.append(value)
+        latest = max(latest, ms)
+    return stamped, latest
 
 
 def _fallback(ms: Any) -> float:
@@ -102,7 +112,7 @@ class ReadFilesAsStreamFn(beam.DoFn):
 
 
 class ParseMessageFn(beam.DoFn):
-    """A message `(source, index, bytes, time_ms)` → a timestamped event or dead letter."""
+    """A message `(source, index, bytes, time_ms)` → its timestamped events and dead letters."""
 
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
@@ -112,7 +122,7 @@ class ParseMessageFn(beam.DoFn):
 
     def process(self, msg: tuple[str, int, bytes, Any]) -> Iterable[Any]:
         source, index, data, time_ms = msg
-        yield stamp_message(source, index, bytes(data or b""), time_ms, self.max_event_bytes)[0]
+        yield from stamp_message(source, index, bytes(data or b""), time_ms, self.max_event_bytes)[0]
 
 
 #: A bundle's call events are passed on once this many are held (and at the bundle's end).

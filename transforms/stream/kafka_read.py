@@ -3,8 +3,9 @@
 Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
          every partition's next offset) inside one composite `PTransform`.
 Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
-         (`transforms.decode.envelopes.event_from_message`) and stamped with the event's
-         own `meta.wallClockMs`, so the watermark can follow the events:
+         (`transforms.decode.items_from_message`: one event envelope, or an OTLP/JSON message's
+         many events) and each event stamped with its own `meta.wallClockMs`, so the watermark can
+         follow the events:
          per partition the latest event time seen, minus a bounded
          out-of-orderness; the source's watermark is the least of the
          partitions that are still busy. A partition that has been caught up
@@ -19,7 +20,8 @@ Durable: Kafka's auto-commit is off. The restriction (every partition's next
          starts with no checkpoint, which reads from there less `rewind_ms` of
          event time, so the calls that were in flight are read again whole.
 Emits:   `(source, Event)` and dead-letter rows at their event times; a
-         record that is not an event is a dead letter at the record's time.
+         record that is not an event is a dead letter at the record's time. A record's
+         items are claimed together (one claim per record: a checkpoint never splits one).
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def watermark_ms(positions: Iterable[PartitionPosition], out_of_orderness_ms: in
 
 @dataclass(frozen=True)
 class _Record:
-    """A claim: the record at `offset` of `partition`, whose event time is `event_ms` (-1: none)."""
+    """A claim: the record at `offset` of `partition`, the latest of whose events' times is `event_ms` (-1: none)."""
 
     partition: int
     offset: int
@@ -465,7 +467,7 @@ class _ReadKafkaFn(beam.DoFn):
                     continue  # a broker-side notice (not a record): librdkafka retries by itself
                 p, offset = msg.partition(), msg.offset()
                 source = f"kafka://{spec.topic}/{p}"
-                item, event_ms = stamp_message(source, offset, msg.value() or b"", msg.timestamp()[1], spec.max_event_bytes, wm_ms)
+                items, event_ms = stamp_message(source, offset, msg.value() or b"", msg.timestamp()[1], spec.max_event_bytes, wm_ms)
                 if not tracker.try_claim(_Record(p, offset, event_ms)):
                     # the runner split the restriction: the rest is its residual's
                     shared.at = {}
@@ -477,7 +479,7 @@ class _ReadKafkaFn(beam.DoFn):
                 got.add(p)
                 self.records.inc()
                 read += 1
-                yield item
+                yield from items
                 limit -= 1
                 if limit == 0:
                     if i + 1 < len(batch):

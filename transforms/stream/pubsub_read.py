@@ -2,7 +2,8 @@
 
 Pattern: a composite `PTransform` around Beam's `ReadFromPubSub` and `stream_events.ParseMessageFn`.
 Role:    the stream's Pub/Sub source (`footprint-audit stream --source pubsub://…`); one
-         event envelope per message, parsed as a Kafka record is. Needs `apache-beam[gcp]`.
+         event envelope, or one OTLP/JSON `TracesData` / `LogsData`, per message, parsed as a
+         Kafka record is. Needs `apache-beam[gcp]`.
 
     events = p | "ReadPubSubEvents" >> ReadPubSubEvents("projects/P/subscriptions/S", max_event_bytes)
 """
