@@ -48,7 +48,6 @@ from footprint_audit.transforms.calls.from_events import (
 )
 from footprint_audit.transforms.read.reading_rows import reading_values
 from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source
-from footprint_audit.transforms.process.worker_gc import tune_gc
 from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +128,6 @@ class StreamKeys:
 def run_baseline(files: list[str], out: str, declarations: Any, shards: int,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> dict:
     """Read, join, read calls and write the three tables under `out`; returns counts."""
-    tune_gc()  # as the job does when it starts (and its reading DoFns in their setup)
     rows_at_for, sha = declarations.rows_at_for, declarations.sha256
     readings: list[tuple] = []
     dead: list[dict] = []

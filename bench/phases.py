@@ -42,7 +42,6 @@ from footprint_audit.transforms.calls.call_types import Call
 from footprint_audit.transforms.calls.from_events import join_run
 from footprint_audit.transforms.read.reading_rows import reading_values
 from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source
-from footprint_audit.transforms.process.worker_gc import tune_gc
 from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, sort_arrow, write_arrow_file
 
 __all__ = ["PHASES", "run_phases"]
@@ -56,7 +55,6 @@ def run_phases(pattern: str, out: str, declarations: str) -> dict[str, Any]:
     files = [p for p, _ in list_inputs(pattern)]
     decl = load_declarations(declarations)
     rows_at_for, sha = decl.rows_at_for, decl.sha256
-    tune_gc()  # as the job and the baseline do
     clock = time.process_time
     cpu: dict[str, float] = {}
 

@@ -210,9 +210,9 @@ def run_stateful(elements: list, runner: str = "direct", experiments: list[str] 
     ts = ts.advance_watermark_to_infinity()
     opts = ["--streaming"] + [f"--experiments={e}" for e in (experiments or [])]
     if runner == "fnapi":
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        from footprint_audit.pipelines.local_runner import local_runner
 
-        beam_runner: Any = FnApiRunner()
+        beam_runner: Any = local_runner()
     else:
         from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 

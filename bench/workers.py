@@ -15,14 +15,11 @@ Modes (`--modes`):
 * `beammp2` — Beam's own `--direct_num_workers 2 --direct_running_mode multi_processing`;
 * `flink1`, `flink2` — the Flink cluster of tools/flink_cluster.py (started by this
   command, stopped after), parallelism 1 and 2, Python workers in its worker pool;
-* `MODE-TUNING` — a local mode with one of the process tunings (pipelines/local_runner/plans.py) left out, to
-  weigh it: `nogc` (CPython's collector thresholds), `thp` (the system's transparent huge pages),
-  e.g. `w2-nogc`.
 
     python -m bench.workers                                  # 100 MB each layout, w1 and w2, 3 runs
     python -m bench.workers --modes w1 w2 spawn2 beammp2 --runs 3
     python -m bench.workers --modes flink1 flink2 --runs 1
-    python -m bench.workers --modes w2 w2-nogc w2-thp --runs 5   # each tuning's weight
+    python -m bench.workers --size 500MB --runs 2 --modes w2 beammp2 --timeout 900   # the pool, weighed
 """
 
 from __future__ import annotations
@@ -53,7 +50,6 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
     from footprint_audit.pipelines.reassess import command as reassess
     from footprint_audit.pipelines.local_runner import workers
 
-    mode = mode.partition("-")[0]  # a tuning left out is set in the environment (`_spawn`)
     extra: list[str] = []
     if mode == "w1" or mode == "flink1":
         extra = ["--workers", "1"]
@@ -69,7 +65,9 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
             def close(self) -> None:
                 pass
 
-        reassess.WorkerPool = lambda n: NoPool()  # Beam's multi_processing mode starts its own workers
+        from footprint_audit.pipelines.local_runner import job_runner
+
+        job_runner.WorkerPool = lambda *a, **k: NoPool()  # Beam's multi_processing mode starts its own workers
         extra = ["--workers", "2", "--direct_running_mode=multi_processing"]
     if mode.startswith("flink"):
         extra += flags
@@ -81,7 +79,11 @@ def _child(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> di
     if code:
         raise SystemExit(code)
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "launcher_cpu": _cpu(resource.RUSAGE_SELF) - before, "worker_cpu": worker_cpu}
+    # peak resident MiB: the launcher, and the largest of the processes it waited for (its workers)
+    rss = [resource.getrusage(who).ru_maxrss / 1024 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    # CPU seconds of the processes it waited for: the pool's workers, or those Beam's multi_processing mode started
+    return {"seconds": seconds, "launcher_cpu": _cpu(resource.RUSAGE_SELF) - before, "worker_cpu": worker_cpu,
+            "rss_mib": rss, "children_cpu": _cpu(resource.RUSAGE_CHILDREN)}
 
 
 def _cpu(who: int) -> float:
@@ -127,15 +129,11 @@ def _files(out: str) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for t in TABLES for p in sorted((root / t).rglob("*.parquet"))}
 
 
-def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str]) -> dict:
+def _spawn(mode: str, pattern: str, decl: str, out: str, flags: list[str], timeout: float = 3600) -> dict:
     cmd = [sys.executable, "-m", "bench.workers", "--child", mode, pattern, decl, out, json.dumps(flags)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("FOOTPRINT_AUDIT_WORKERS", None)
-    if mode.endswith("-nogc"):
-        env["FOOTPRINT_AUDIT_GC"] = "default"
-    if mode.endswith("-thp"):
-        env["FOOTPRINT_AUDIT_HUGE_PAGES"] = "default"
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{mode} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
@@ -156,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", nargs="*", default=["w1", "w2"])
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--json", help="also write every run's seconds to this file")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds one run may take; past it the mode is stopped")
     args = ap.parse_args(argv)
     modes = list(dict.fromkeys(["w1", *args.modes]))  # w1: the reference of every ratio and of the bytes
     data = Path(args.data)
@@ -183,14 +182,29 @@ def main(argv: list[str] | None = None) -> int:
             cpus: dict[str, list[dict]] = {m: [] for m in modes}
             same: dict[str, bool] = {m: True for m in modes}
             with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
+                stopped: dict[str, str] = {}
                 for i in range(args.runs):
                     reference = None
                     for mode in modes:
+                        if mode in stopped:
+                            continue
                         out = os.path.join(tmp, f"{mode}-{i}")
-                        got = _spawn(mode, pattern, decl, out, flags)
+                        load = os.getloadavg()[0]  # before the run
+                        try:
+                            got = _spawn(mode, pattern, decl, out, flags, args.timeout)
+                        except subprocess.TimeoutExpired:
+                            stopped[mode] = f"past the {args.timeout:.0f} s timeout (load {load:.2f} before)"
+                            print(f"  {layout} {mode} run {i + 1}: {stopped[mode]}: mode stopped", file=sys.stderr, flush=True)
+                            shutil.rmtree(out, ignore_errors=True)
+                            continue
                         secs[mode].append(got["seconds"])
                         cpus[mode].append({"launcher": got["launcher_cpu"], "workers": got["worker_cpu"],
-                                           "load": os.getloadavg()[0]})
+                                           "load": load, "rss_mib": got["rss_mib"], "children": got["children_cpu"]})
+                        ref_s, ref_mib = secs["w1"][-1] if secs["w1"] else None, max(cpus["w1"][-1]["rss_mib"]) if cpus["w1"] else None
+                        if mode != "w1" and ref_s and got["seconds"] > 3 * ref_s:
+                            stopped[mode] = f"{got['seconds']:.1f} s, past 3x w1's {ref_s:.1f} s"
+                        elif mode != "w1" and ref_mib and max(got["rss_mib"]) > 2 * ref_mib:
+                            stopped[mode] = f"{max(got['rss_mib']):.0f} MiB, past 2x w1's {ref_mib:.0f} MiB"
                         files = _files(out)
                         if mode == "w1":
                             reference = files
@@ -199,18 +213,28 @@ def main(argv: list[str] | None = None) -> int:
                         shutil.rmtree(out, ignore_errors=True)
                         c = cpus[mode][-1]
                         print(f"  {layout} {mode} run {i + 1}: {secs[mode][-1]:.2f} s; CPU s: launcher "
-                              f"{c['launcher']:.2f}, workers {', '.join(f'{w:.2f}' for w in c['workers']) or '-'}; "
-                              f"load {c['load']:.2f}", file=sys.stderr, flush=True)
-            med = {m: statistics.median(v) for m, v in secs.items()}
+                              f"{c['launcher']:.2f}, workers {', '.join(f'{w:.2f}' for w in c['workers']) or '-'}, "
+                              f"all its processes {c['launcher'] + c['children']:.2f}; "
+                              f"peak MiB: launcher {c['rss_mib'][0]:.0f}, a worker {c['rss_mib'][1]:.0f}; "
+                              f"load before {c['load']:.2f}", file=sys.stderr, flush=True)
+                        if mode in stopped:
+                            print(f"  {layout} {mode}: {stopped[mode]}: mode stopped", file=sys.stderr, flush=True)
+            med = {m: statistics.median(v) for m, v in secs.items() if v}
             results[layout] = {"bytes": size, "runs": secs, "median": med, "same_bytes": same,
-                               "load": os.getloadavg()[0], "cpu": cpus}
+                               "load": os.getloadavg()[0], "cpu": cpus, "stopped": stopped}
             print(f"\n{layout}, {size / 1e6:,.0f} MB, load {os.getloadavg()[0]:.2f}")
-            print("mode     | median wall s | speed-up vs w1 | same bytes as w1 | runs")
+            print("mode     | median wall s | speed-up vs w1 | CPU s, all processes | peak MiB launcher / worker | same bytes as w1 | runs")
             for m in modes:
+                if m not in med:
+                    print(f"{m:8} | stopped: {stopped[m]}")
+                    continue
                 ratio = med["w1"] / med[m]
                 met = "" if m == "w1" else (" (target met)" if m == "w2" and ratio >= TARGET else "")
-                print(f"{m:8} | {med[m]:13.2f} | {ratio:13.2f}x{met} | {'yes' if same[m] else 'NO':16} | "
-                      + ", ".join(f"{s:.2f}" for s in secs[m]))
+                peak = [max(c["rss_mib"][k] for c in cpus[m]) for k in (0, 1)]
+                cpu_all = statistics.median(c["launcher"] + c["children"] for c in cpus[m])
+                print(f"{m:8} | {med[m]:13.2f} | {ratio:13.2f}x{met} | {cpu_all:20.2f} | {peak[0]:8.0f} / {peak[1]:<8.0f} | "
+                      f"{'yes' if same[m] else 'NO':16} | " + ", ".join(f"{s:.2f}" for s in secs[m])
+                      + (f" (stopped: {stopped[m]})" if m in stopped else ""))
             print(_cpu_bound(cpus))
     finally:
         if cluster is not None:

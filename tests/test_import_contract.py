@@ -7,6 +7,9 @@
   `__all__`, or the room itself as a namespace (`from footprint_audit.transforms import join`).
   Its modules are the room's own business.
 
+- The wing: only `pipelines/local_runner/` names Beam's local runner, its SDK harness or the Fn API
+  (`FnApiRunner`, `SdkHarness`, `beam_fn_api_pb2*`); the rest goes through its door, `JobRunner`.
+
 Tests and benchmarks may reach a room's modules (they test each one alone); the contract
 holds for the product's own imports.
 """
@@ -25,6 +28,9 @@ LAYERS = {
     "pipelines": {"readers", "schemas", "transforms", "pipelines"},
 }
 ROOMED = ("transforms", "pipelines")
+#: What only the local runner's wing may import (by name, from any module of Beam).
+WING = Path("pipelines") / "local_runner"
+WING_ONLY = ("FnApiRunner", "SdkHarness", "beam_fn_api_pb2", "fn_api_runner")
 
 
 def _doors(root: Path) -> dict[str, set[str]]:
@@ -67,6 +73,9 @@ def violations(root: Path) -> list[str]:
             own_room = f"footprint_audit.{parts[0]}.{parts[1]}" if len(parts) > 2 else None
             for line, module, names in _imports(path, package):
                 where = f"{rel}:{line}"
+                named = [part for part in (*names, *module.split(".")) for w in WING_ONLY if part.startswith(w)]
+                if named and WING not in rel.parents:
+                    out.append(f"{where}: imports {named[0]} outside the local runner's wing ({WING})")
                 bits = module.split(".")
                 if bits[0] != "footprint_audit" or len(bits) < 2:
                     continue
@@ -112,8 +121,11 @@ def test_the_contract_fails_on_a_deliberate_violation(tmp_path):
     parquet.write_text(parquet.read_text() + "\nfrom footprint_audit.pipelines import cli\n")
     command = tmp_path / "pipelines" / "report" / "command.py"
     command.write_text(command.read_text() + "\nfrom footprint_audit.pipelines.output import publish\n")
+    stream = tmp_path / "pipelines" / "stream" / "command.py"
+    stream.write_text(stream.read_text() + "\nfrom apache_beam.runners.portability.fn_api_runner import FnApiRunner\n")
     found = violations(tmp_path)
-    assert len(found) == 3, found
+    assert len(found) == 4, found
     assert "transforms.join.keyed, inside the room footprint_audit.transforms.join, not through its door" in found[0]
     assert "transforms imports footprint_audit.pipelines" in found[1]
     assert "imports publish from footprint_audit.pipelines.output, which its door does not list" in found[2]
+    assert "pipelines/stream/command.py" in found[3] and "imports FnApiRunner outside the local runner's wing" in found[3]

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from helpers import load_table
-from test_otlp_traces import READER_COLUMNS, TRACE, _examples_undeclared_calls, _provider, _reassess
+from test_otlp_traces import READER_COLUMNS, TRACE, _examples_undeclared_calls, _provider, _reassess, genai_handler
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider  # noqa: E402
@@ -107,14 +107,10 @@ def test_the_examples_calls_written_as_chat_messages_read_as_from_the_recordings
 
 
 def test_util_genai_inference_spans_give_the_value_the_model_read_and_say_where_it_differs(tmp_path, monkeypatch):
-    from opentelemetry.util.genai.handler import TelemetryHandler
     from opentelemetry.util.genai.types import InputMessage, OutputMessage, Text, ToolCallRequestPart, ToolCallResponsePart
 
-    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     path = tmp_path / "agent.jsonl"
-    provider = _provider(path)
-    handler = TelemetryHandler(tracer_provider=provider)
+    handler, provider = genai_handler(path, monkeypatch)
     full = {"hosts": [{"name": "h1"}, {"name": "h2"}]}
     served = {  # what the agent let the model read: the same, a cut text, nothing for a call with no span
         "same": (full, full), "cut": (full, '{"hosts": [{"name": "h1"}, {"na'), "unspanned": (None, '{"hosts": []}'),

@@ -149,14 +149,19 @@ def test_the_examples_calls_written_as_tool_spans_read_as_from_the_recordings(tm
         assert (mine["call_id_from"], mine["value_from"]) == (call_id_from, "result")
 
 
-def test_spans_made_by_opentelemetry_util_genai_are_read(tmp_path, monkeypatch):
+def genai_handler(path: Path, monkeypatch: Any) -> tuple[Any, sdk.TracerProvider]:
+    """`opentelemetry-util-genai`'s handler, with the content captured on spans, writing to `path`."""
     from opentelemetry.util.genai.handler import TelemetryHandler
 
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-    path = tmp_path / "genai.jsonl"
     provider = _provider(path)
-    handler = TelemetryHandler(tracer_provider=provider)
+    return TelemetryHandler(tracer_provider=provider), provider
+
+
+def test_spans_made_by_opentelemetry_util_genai_are_read(tmp_path, monkeypatch):
+    path = tmp_path / "genai.jsonl"
+    handler, provider = genai_handler(path, monkeypatch)
     for call_id, result in (("call-empty", {"hosts": []}), ("call-rows", {"hosts": [{"name": "h1"}]})):
         with handler.tool("list_hosts") as invocation:
             invocation.tool_call_id = call_id

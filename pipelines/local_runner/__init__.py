@@ -1,6 +1,6 @@
-"""Beam's local runner for `reassess`: the worker processes and the plan of a local run."""
+"""Where a job runs: Beam's runners behind one door (`JobRunner`), the local runner's workers and plans."""
 
-from .plans import LocalPlan, Plan, runner_options, worker_count
-from .workers import WorkerPool
+from .job_runner import JobRunner, local_runner
+from .plans import Plan, worker_count
 
-__all__ = ["LocalPlan", "Plan", "WorkerPool", "runner_options", "worker_count"]
+__all__ = ["JobRunner", "Plan", "local_runner", "worker_count"]

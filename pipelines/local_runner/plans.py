@@ -14,11 +14,7 @@ and a distributed one, and the one place that holds the local runner's tuning:
   processes in balanced shares of bytes (`listing.SpreadFiles`), and the file count that follows the
   input's size is known before the read stage, so rows are batched into their files where they are
   made. With more than one worker the steps run in a `pipelines.local_runner.workers.WorkerPool` (forked after
-  the imports), through Beam's EXTERNAL environment.
-
-Process settings kept because the bench measures them (bench/README.md, "Local-runner tunings"):
-the collector's thresholds (`transforms.process.worker_gc`, every runner's workers), no transparent huge
-pages (`transforms.process.memory`) and the forked pool.
+  the imports), through Beam's EXTERNAL environment. `JobRunner` (job_runner.py) picks the plan.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_in
 from footprint_audit.pipelines.launch import (
     OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
 )
-from footprint_audit.pipelines.local_runner import LocalPlan, Plan, WorkerPool, runner_options, worker_count
+from footprint_audit.pipelines.local_runner import JobRunner, Plan, worker_count
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
 from footprint_audit.pipelines.output import (
     OutputTarget, check_outside_tables, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
@@ -79,7 +79,6 @@ from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES, ReadInput
 from footprint_audit.transforms.join import (
     DEFAULT_MAX_PARTITION_BYTES, RECORDING, STREAM, JoinRecordingRuns, KeyLineEvents, RunCopiesToDrop, claim_of,
 )
-from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.read import READER_VERSION, ApplyReaders
 
 from . import incremental
@@ -233,8 +232,6 @@ def _say(sentence: str) -> None:
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
     dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
-    tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.process.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     out = args.output
@@ -288,7 +285,6 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
-    workers = worker_count(args.workers, beam_args)
     named_runner = runner_of(beam_args)
     plan = None
     listed = None  # the launcher lists the inputs only for an increment, or for a local output's manifest
@@ -307,34 +303,25 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
             _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
         else:
             _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
-    # The pool's workers are made before Beam starts a thread (pipelines.local_runner.workers says why).
-    pool = WorkerPool(workers, beam_args=beam_args) if named_runner is None and workers > 1 else None
-    spill = None
+    runs = None
     try:
-        options, runner = runner_options(beam_args, workers, pool.address if pool else None)
-        spill = None if named_runner else spill_folder(target)
-        jobs = 0
+        runs = JobRunner(beam_args, worker_count(args.workers, beam_args), lambda: spill_folder(target),
+                         args.spill_partition_bytes)
 
         def execute(patterns: list[str], staging: str, again: bool = False,
                     duplicates: dict[str, str] | None = None) -> None:
-            """Run the job over `patterns`, leaving out the `duplicates`; `again`: a second pass, on one
-            worker in this process when the pool served the first (its workers serve one job each)."""
-            nonlocal jobs
-            jobs += 1
-            alone = again and pool is not None
-            opts, run_on = runner_options(beam_args, 1, None) if alone else (options, runner)
-            pipeline = beam.Pipeline(runner=run_on, options=opts)
-            where = (Plan(args.spill_partition_bytes) if spill is None else
-                     LocalPlan(os.path.join(spill, f"job-{jobs}"), 1 if alone else workers, args.spill_partition_bytes))
+            """Run the job over `patterns`, leaving out the `duplicates`; `again`: a second pass (on one
+            worker in this process when a pool served the first)."""
+            pipeline = runs.pipeline(alone=again)
             build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
                            not args.no_progress, output=target.out, partition_by=args.partition_by,
-                           duplicates=duplicates, plan=where)
+                           duplicates=duplicates, plan=runs.plan(alone=again))
             pipeline.run().wait_until_finish()
 
         duplicates: dict[str, str] = {}
         if plan is None:
             execute(list(args.input), target.staging)
-            if options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
+            if runs.options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
                 target.discard()
                 _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
                 return 0
@@ -390,10 +377,8 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
         _say(f"the job failed{where} and nothing was published: {failure_sentence(exc)}")
         return 1
     finally:
-        if pool is not None:
-            pool.close()
-        if spill is not None:
-            shutil.rmtree(spill, ignore_errors=True)
+        if runs is not None:
+            runs.close()
     return _finish(args, target.out, figures)
 
 

@@ -36,19 +36,19 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+from apache_beam.options.pipeline_options import TestOptions
 from apache_beam.transforms import window
 
 from footprint_audit.pipelines import flink as flink_state
 from footprint_audit.pipelines.compact import Compactor, compact_output
 from footprint_audit.pipelines.inputs import expand_inputs
 from footprint_audit.pipelines.launch import UsageError, failure_sentence, interrupted_exit
+from footprint_audit.pipelines.local_runner import JobRunner
 from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
-from footprint_audit.transforms.process import leave_huge_pages_off, tune_gc
 from footprint_audit.transforms.stream import (
     COUNT_FIXES, COUNTS, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
     ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
@@ -309,24 +309,19 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
     # the roll-up (pipelines.compact.rollup) of a local output, on a thread that ends with the block
     compacts = args.compact_seconds > 0 and "://" not in args.output
     with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
-          Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours)):
-        options = PipelineOptions(session.beam_args)
-        runner: Any = None
-        if options.view_as(StandardOptions).runner is None:
-            from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-            runner = FnApiRunner()
+          Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours),
+          JobRunner(session.beam_args) as runs):
         bounded = bool(args.max_records or args.max_read_seconds)
         watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
         started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
-        pipeline = beam.Pipeline(runner=runner, options=options)
+        pipeline = runs.pipeline()
         end_marker = session.end_marker() if bounded else None
         build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
-                     rewind=session.restored is None, started_marker=started or "", write_at_end=runner is not None)
+                     rewind=session.restored is None, started_marker=started or "", write_at_end=runs.named is None)
         if started is not None and os.path.exists(started):
             os.remove(started)
         result = pipeline.run()
-        if options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
+        if runs.options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
             return DRY_RUN
         try:
             state = _wait(result, end_marker, started, args.read_start_seconds,
@@ -355,8 +350,6 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
 
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
-    tune_gc()  # before the pipeline is built: the launcher makes thousands of objects too
-    leave_huge_pages_off()  # before the workers are started: they inherit it (transforms.process.memory)
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     try:

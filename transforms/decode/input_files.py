@@ -23,7 +23,7 @@ from footprint_audit.schemas.events import Event, SourceFile
 from footprint_audit.schemas.names import source_name
 from footprint_audit.transforms.calls import RunCounts
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.process import Progress, tune_gc
+from footprint_audit.transforms.process import Progress
 
 from . import (
     elements,  # noqa: F401  (registers the elements' coders)
@@ -49,7 +49,6 @@ class _ReadFileFn(beam.DoFn):
         self.dead = Metrics.counter("read", "dead_letters")
 
     def setup(self) -> None:
-        tune_gc()
         self.progress = Progress(self.total_files, enabled=self.progress_enabled)
 
     def process(self, item: str | tuple[bytes, int]) -> Iterable[Any]:

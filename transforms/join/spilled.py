@@ -2,7 +2,7 @@
 
 Pattern: a composite `PTransform` with the same inputs and outputs as
          `transforms.join.keyed.JoinLineEvents`, for Beam's local runner only.
-Role:    the local runner (FnApiRunner) holds a `GroupByKey`'s whole input in the
+Role:    Beam's local runner holds a `GroupByKey`'s whole input in the
          launcher's memory, about 6x the stream's bytes: a 3 GB export does not fit
          a 16 GB laptop. Here the keyed call events never cross a `GroupByKey`.
          Each worker appends them to `PARTITIONS` spill files on local disk, by a

@@ -4,7 +4,7 @@ Pattern: a composite `PTransform` with the same input and output as `transforms.
          (given the count PCollections as a tuple, not flattened), for Beam's local runner only.
 Role:    every step that counts stream events (the reader's dead letters, `KeyLineEvents`,
          the join) emits one partial count per `(run_id, source_file)` and bundle: at
-         5 GB of JSON Lines about 200,000 of them. On the local runner (FnApiRunner) a
+         5 GB of JSON Lines about 200,000 of them. On Beam's local runner a
          `Flatten` of steps in different stages and a `GroupByKey` are both held by the
          launcher, decoded and encoded again, and sent to the workers in one message
          per worker: the launcher's memory grew with the number of runs.

@@ -9,30 +9,17 @@ in the process's resident size. Arrow's pool is asked to release what it holds u
 (`MemoryPool.release_unused`), and glibc's `malloc_trim(0)` returns the free pages of
 every arena; where the C library has no `malloc_trim` (musl, macOS) only Arrow's pool
 is asked.
-
-`leave_huge_pages_off()` (the launchers, first thing, so that the local runner's forked or
-spawned workers inherit it) asks Linux to give this process no transparent huge pages: on a
-machine whose kernel hands out 2 MiB pages to every process (`/sys/kernel/mm/transparent_hugepage/enabled`
-set to `always`), part of the job's kernel time went to zeroing and splitting them for memory it
-touched in small pieces and gave back (docs/performance.md). Set
-`FOOTPRINT_AUDIT_HUGE_PAGES=default` in the environment to keep the system's setting.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
-import sys
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["give_back_memory", "release_arrow_memory", "leave_huge_pages_off", "HUGE_PAGES_ENV"]
-
-#: Environment variable: `default` keeps the system's transparent huge pages for the job.
-HUGE_PAGES_ENV = "FOOTPRINT_AUDIT_HUGE_PAGES"
-_PR_SET_THP_DISABLE = 41  # prctl(2)
+__all__ = ["give_back_memory", "release_arrow_memory"]
 
 
 def _libc() -> Any:
@@ -54,16 +41,6 @@ def _libc_function(libc: Any, name: str, *argtypes: Any) -> Any:
 
 _LIBC = _libc()
 _TRIM = _libc_function(_LIBC, "malloc_trim", ctypes.c_size_t)
-_PRCTL = _libc_function(_LIBC, "prctl", ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
-
-
-def leave_huge_pages_off() -> bool:
-    """Ask Linux for no transparent huge pages in this process and the processes it starts from
-    now on (`PR_SET_THP_DISABLE`). True when it was set; False where it cannot be (not Linux, a
-    kernel before 3.15) or `$FOOTPRINT_AUDIT_HUGE_PAGES` is `default`. Nothing else changes."""
-    if os.environ.get(HUGE_PAGES_ENV, "").strip().lower() == "default" or not sys.platform.startswith("linux"):
-        return False
-    return _PRCTL is not None and _PRCTL(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
 
 
 def release_arrow_memory() -> None:

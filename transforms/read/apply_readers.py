@@ -20,7 +20,7 @@ from apache_beam.metrics import Metrics
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.transforms.calls import Call
 from footprint_audit.transforms.decode import CallGroup, ReadingRows
-from footprint_audit.transforms.process import Ticker, tune_gc
+from footprint_audit.transforms.process import Ticker
 
 from .reading_rows import READER_VERSION, reading_values
 
@@ -38,7 +38,6 @@ class _ApplyReadersFn(beam.DoFn):
         self.readings = Metrics.counter("read_calls", "readings")
 
     def setup(self) -> None:
-        tune_gc()
         self._n = 0
         self._counted = 0
         self._ticker = Ticker(PROGRESS_EVERY, self.progress)

@@ -31,7 +31,6 @@ from footprint_audit.transforms.calls import (
 )
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
 from footprint_audit.transforms.decode import encode_held, items_from_message, open_source
-from footprint_audit.transforms.process import tune_gc
 
 __all__ = [
     "KEYED",
@@ -100,9 +99,6 @@ class ReadFilesAsStreamFn(beam.DoFn):
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
 
-    def setup(self) -> None:
-        tune_gc()
-
     def process(self, path: str) -> Iterable[Any]:
         opened = open_source(path, self.max_event_bytes)
         whole = opened.whole
@@ -116,9 +112,6 @@ class ParseMessageFn(beam.DoFn):
 
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
-
-    def setup(self) -> None:
-        tune_gc()
 
     def process(self, msg: tuple[str, int, bytes, Any]) -> Iterable[Any]:
         source, index, data, time_ms = msg

@@ -66,7 +66,6 @@ from footprint_audit.schemas.events import (
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
-from footprint_audit.transforms.process import tune_gc
 from footprint_audit.transforms.read import READER_VERSION, reading_row
 
 from .events import RUN_FACT
@@ -293,9 +292,6 @@ class _StatefulJoinFn(beam.DoFn):
         self.duplicates = Metrics.counter("stream_join", "duplicates_dropped")
         self.late = Metrics.counter("stream_join", "late_dead_letters")
         self.corrections = Metrics.counter("stream_join", "corrected_readings")
-
-    def setup(self) -> None:
-        tune_gc()
 
     def process(
         self,
