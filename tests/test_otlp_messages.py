@@ -234,3 +234,41 @@ def test_a_value_the_sdk_cut_at_the_limit_named_reads_as_maybe_cut_by_the_record
     # the limit decides readings: it is in their provenance (the manifest, the rows' declarations sha256)
     assert all('"traceValueLimit":40' in r["declarations"] for r in load_table(named, "manifest"))
     assert {r["declarations_sha256"] for r in load_table(named, "readings")} != {None}
+
+
+# ---------------------------------------------------------------- three states, per message dialect
+
+
+def _states_line(dialect: str) -> bytes:
+    """Three calls, each a tool span with no result and the message a model read: an empty text, the
+    redaction mark, and a message with no result in it."""
+    values = {"empty": "", "hidden": "__REDACTED__", "none": None}
+    spans = []
+    for n, (call_id, value) in enumerate(values.items()):
+        spans.append({"traceId": TRACE, "spanId": f"{n + 1:016x}", "name": "execute_tool", "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.call.id", "value": {"stringValue": call_id}}],
+            "startTimeUnixNano": "1000000000", "endTimeUnixNano": "1500000000"})
+        if dialect == "gen_ai.input.messages":
+            part = {"type": "tool_call_response", "id": call_id, **({} if value is None else {"response": value})}
+            spans.append(_chat_span(f"{n + 10:016x}", 2000, inputs=[{"role": "tool", "parts": [part]}]))
+        else:  # llm.input_messages
+            attrs = [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                     {"key": "llm.input_messages.0.message.role", "value": {"stringValue": "tool"}},
+                     {"key": "llm.input_messages.0.message.tool_call_id", "value": {"stringValue": call_id}}]
+            if value is not None:
+                attrs.append({"key": "llm.input_messages.0.message.content", "value": {"stringValue": value}})
+            spans.append({"traceId": TRACE, "spanId": f"{n + 10:016x}", "name": "llm", "attributes": attrs,
+                          "startTimeUnixNano": "2000000000", "endTimeUnixNano": "2500000000"})
+    return _line(*spans)
+
+
+@pytest.mark.parametrize("dialect", ["gen_ai.input.messages", "llm.input_messages"])
+def test_an_empty_text_a_hidden_one_and_none_stay_apart_in_the_messages(tmp_path, dialect):
+    (tmp_path / "t.jsonl").write_bytes(_states_line(dialect))
+    got = _rows(_reassess(tmp_path, tmp_path / "t.jsonl"))
+    assert {k: (r["outcome"], r["value_from"], r["emptiness"], r["rows_unread"], r["served_kind"]) for k, r in got.items()} == {
+        "empty": ("ran", "modelResult", "unknown", None, "text"),  # read: an empty text
+        "hidden": ("ran", "modelResult", "unknown", "redacted", "text"),  # the mark: redacted, never empty
+        "none": ("unknown", None, None, None, None),  # nothing recorded: not read
+    }
