@@ -24,20 +24,13 @@ from typing import Any, Callable
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.runners.runner import PipelineRunner
 
 from footprint_audit.transforms.join import DEFAULT_MAX_PARTITION_BYTES
 
 from .plans import LocalPlan, Plan, runner_options
 from .workers import WorkerPool
 
-__all__ = ["JobRunner", "local_runner"]
-
-
-def local_runner() -> PipelineRunner:
-    """Beam's local runner, pinned, with one worker in this process (a streaming test's, a bench's)."""
-    return FnApiRunner()
+__all__ = ["JobRunner"]
 
 
 class JobRunner:

@@ -38,7 +38,7 @@ from footprint_audit.transforms.write import WriteTables
 
 from .workers import default_workers
 
-__all__ = ["Plan", "LocalPlan", "runner_options", "worker_count", "shards_for", "BYTES_PER_SHARD"]
+__all__ = ["Plan", "LocalPlan", "local_runner", "runner_options", "worker_count", "shards_for", "BYTES_PER_SHARD"]
 
 #: Input bytes per readings shard (more input → more output files, deterministically).
 BYTES_PER_SHARD = 256 << 20
@@ -139,6 +139,11 @@ def worker_count(workers: int | None, beam_args: list[str]) -> int:
     return default_workers()
 
 
+def local_runner() -> PipelineRunner:
+    """Beam's local runner, pinned, with one worker in this process (a streaming test's, a bench's)."""
+    return FnApiRunner()
+
+
 def runner_options(
     beam_args: list[str], workers: int | None = None, pool: str | None = None
 ) -> tuple[PipelineOptions, PipelineRunner | None]:
@@ -158,6 +163,6 @@ def runner_options(
         return options, None
     workers = workers or options.view_as(DirectOptions).direct_num_workers or 1
     if pool is None or workers == 1:
-        return options, FnApiRunner()
+        return options, local_runner()
     # N workers in the pool's processes: Beam's EXTERNAL environment, N handlers.
     return PipelineOptions(beam_args, direct_num_workers=workers), FnApiRunner(default_environment=ExternalEnvironment(pool))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from footprint_audit.readers import UNDEFINED
-from footprint_audit.schemas.events import PLACEHOLDERS, TRACE_REDACTED, DeadLetter, Event
+from footprint_audit.schemas.events import PLACEHOLDERS, DeadLetter, Event
 
 __all__ = [
     "DOOR_EVENTS",
@@ -95,11 +95,6 @@ class Call:
         """Where `tool_call_id` comes from: the trace's dialect (`meta.otel.callIdFrom`), else `toolCallId`."""
         said = self.trace
         return said["callIdFrom"] if said is not None and type(said.get("callIdFrom")) is str else "toolCallId"
-
-    @property
-    def value_redacted(self) -> bool:
-        """A trace's value read is the redaction mark `__REDACTED__` (docs/traces.md)."""
-        return self.trace is not None and self.value_read()[0] == TRACE_REDACTED
 
     @property
     def has_value(self) -> bool:

@@ -1,7 +1,7 @@
 """Bytes → events: the input-format registry (recordings, JSON Lines, SSE, OTLP/JSON), decompressing, parsing, the batch read of input files, and a stream message's items."""
 
 from .elements import CallGroup, ReadingRows
-from .envelopes import DEFAULT_MAX_EVENT_BYTES, event_from_message
+from .envelopes import DEFAULT_MAX_EVENT_BYTES
 from .held_codec import decode_held, encode_held, pack_held, unpack_held
 from .formats import InputFormat, Opened
 from .input_files import COUNTS, EVENTS, ReadInputFiles
@@ -11,6 +11,6 @@ from .sources import open_source, read_source
 
 __all__ = [
     "COUNTS", "CallGroup", "DEFAULT_MAX_EVENT_BYTES", "EVENTS", "ITEM_STRIDE", "ReadInputFiles", "ReadingRows",
-    "FORMATS", "InputFormat", "Opened", "decode_held", "encode_held", "event_from_message", "items_from_message", "open_source",
+    "FORMATS", "InputFormat", "Opened", "decode_held", "encode_held", "items_from_message", "open_source",
     "pack_held", "read_source", "unpack_held",
 ]

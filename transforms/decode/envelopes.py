@@ -4,7 +4,7 @@ Pattern: pure functions over bytes and parsed JSON (parsed only with `readers.pa
 Role:    decides whether an element is a `{type, payload, meta}` envelope, its run id, and
          the dead-letter reason of everything else (`not-json`, `not-an-event`,
          `missing-run-id`, `too-large`; docs/output.md §4). Used by the document and line
-         readers and by the stream's message parsing (`event_from_message`).
+         readers and by the stream's message parsing (`event_from_message`, through `messages.items_from_message`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from footprint_audit.schemas.events import REASON_TOO_LARGE, DeadLetter, Event
 
-from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_bytes, too_large
+from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_message
 from .otlp_json import OTLP_JSON, message_items
 
 __all__ = ["ITEM_STRIDE", "MAX_ITEMS", "items_from_message"]
@@ -35,11 +35,9 @@ def items_from_message(
 ) -> list[Event | DeadLetter]:
     """A message at position `index` of `source` → its events and dead letters, in their order in it
     (an OTLP/JSON message: its spans' and log records' items; else one envelope, or its dead letter)."""
+    if len(data) > max_event_bytes or not OTLP_JSON.claims(data):
+        return [event_from_message(source, index, data, max_event_bytes)]
     where = f"Message {index}"
-    if len(data) > max_event_bytes:
-        return [too_large(source, index, where, len(data), max_event_bytes, data)]
-    if not OTLP_JSON.claims(data):
-        return [event_from_bytes(source, index, data, where)]
     items = message_items(source, data, where, max_event_bytes)
     if len(items) > MAX_ITEMS:
         detail = (f"{where} holds {len(items)} spans' and log records' events and dead letters, more than the "

@@ -189,6 +189,11 @@ def _tool_message(value: Any) -> dict | None:
 #: The dialects of a tool span, first match wins (docs/traces.md).
 DIALECTS = (_execute_tool, _openinference_tool)
 
+
+def _first(dialects: tuple, raw: dict[str, Any]) -> Any:
+    """What the first of `dialects` that reads `raw` (an attribute map) reads, else None."""
+    return next(filter(None, (read(raw) for read in dialects)), None)
+
 #: What a span's or log record's chat messages say of tool calls: `(MODEL_READ | MODEL_ASKED, payload,
 #: where the call id comes from)`.
 Said = list[tuple[str, dict[str, Any], str]]
@@ -321,9 +326,9 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
     session = any_value(raw.get("gen_ai.conversation.id")) or any_value(raw.get("session.id"))
     if type(session) is str and session:
         meta["sessionId"] = session
-    tool = None if (trace_id, span_id) in seen else next(filter(None, (read(raw) for read in DIALECTS)), None)
+    tool = None if (trace_id, span_id) in seen else _first(DIALECTS, raw)
     if tool is None:
-        said = next(filter(None, (read(raw) for read in MESSAGE_DIALECTS)), None) or _span_message_events(span)
+        said = _first(MESSAGE_DIALECTS, raw) or _span_message_events(span)
         if said:
             return _said_events(said, index, meta, span_id, _ms(began), _ms(ended))
         return [Event(index, OTHER_SPAN, {}, meta)]
@@ -365,7 +370,7 @@ def _log_event(record: Any, index: int) -> list[Event] | tuple[str, str]:
     ms = _ms(_nanos(record.get("timeUnixNano"))) or _ms(_nanos(record.get("observedTimeUnixNano")))
     meta = {"runId": trace_id, "wallClockMs": ms}
     raw = _raw_attributes(record.get("attributes"))
-    said = next(filter(None, (read(raw) for read in MESSAGE_DIALECTS)), None) or _message_event(
+    said = _first(MESSAGE_DIALECTS, raw) or _message_event(
         record.get("eventName") or any_value(raw.get("event.name")), any_value(record.get("body")))
     if said:
         return _said_events(said, index, meta, record["spanId"] if type(record.get("spanId")) is str else "", ms, ms)

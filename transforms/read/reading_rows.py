@@ -26,7 +26,7 @@ from footprint_audit.readers import (
 from footprint_audit.readers.jsvalues import is_js_number, js_trim
 from footprint_audit.readers.result_facts import paging_next_text
 from footprint_audit.readers.rules import RULES_VERSION
-from footprint_audit.schemas.events import event_time
+from footprint_audit.schemas.events import TRACE_REDACTED, event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
@@ -191,6 +191,7 @@ def reading_values(
         ended_at = duration = status = None
         disagrees = False
     value, value_from = call.value_read()
+    from_trace = call.trace is not None
     door_absent, door_bounded = call.door_absent, call.door_bounded
     if value_from is None:
         declared = None
@@ -207,7 +208,8 @@ def reading_values(
         served = served_columns(value, data)
         resolved, paging = _facts(door, data)
         if call.outcome == "ran" and call.withheld_by is None:
-            reading = _reading(call, value, data, door, rows_at_for(call.tool_name), declared)
+            redacted = from_trace and value == TRACE_REDACTED  # a trace's mark of a hidden value
+            reading = _reading(call, value, data, door, rows_at_for(call.tool_name), declared, redacted)
         else:
             reading = _NOT_READ
     row = {
@@ -234,7 +236,7 @@ def reading_values(
         "value_declares_bounded": declared.bounded if declared else None,
         "value_declares_gap": declared.gap if declared else None,
         **served,
-        "maybe_recorder_cut": maybe_recorder_cut(value, trace_value_limit) if call.trace is not None and value_from else None,
+        "maybe_recorder_cut": maybe_recorder_cut(value, trace_value_limit) if from_trace and value_from else None,
         "resolved": _resolved_rows(resolved),
         "paging_next": paging_next_text(paging) if paging is not None else None,
         "paging_complete": (paging.get("next") is None) if paging is not None else None,
@@ -306,11 +308,11 @@ def _same_door(door: dict | None, declared: Any) -> bool:
 
 
 def _reading(
-    call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any
+    call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any, redacted: bool = False
 ) -> dict:
     """The reading columns of a read call, by name (see `_NOT_READ`)."""
     kept_out = kept_out_test if call.served_under_policy else None
-    if call.value_redacted or (kept_out is not None and is_placeholder(value)):
+    if redacted or (kept_out is not None and is_placeholder(value)):
         return _REDACTED
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
     reading = read_emptiness(data, rows_at=rows_at, door=door, kept_out=kept_out)

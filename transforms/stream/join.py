@@ -491,8 +491,8 @@ class _StatefulJoinFn(beam.DoFn):
             self.corrections.inc(len(calls))
         emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
         rows = []
+        d = self.declarations
         for call in calls:
-            d = self.declarations
             row = reading_row(call, d.rows_at_for, self.reader_version, d.sha256, d.trace_value_limit)
             # where the reading's anchor event came from, not its place in the call's order
             anchor = call.event_index if call.event_index is not None else call.events[-1][1].index
