@@ -15,8 +15,9 @@ import pyarrow as pa
 #: 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
 #: `dead_letters.recorded_at`, and `--partition-by ended_date` cuts all three tables.
 #: 5: `readings.call_id_from` (calls read from OpenTelemetry traces). 6: `readings.value_disagrees`,
-#: `readings.maybe_recorder_cut` (the value a trace's model call read; a trace's cut).
-SCHEMA_VERSION = "6"
+#: `readings.maybe_recorder_cut` (the value a trace's model call read; a trace's cut). 7: `readings.value_unwrapped`
+#: (a trace's text blocks read as their text).
+SCHEMA_VERSION = "7"
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
@@ -61,6 +62,7 @@ READINGS = pa.schema(
         pa.field("status", pa.string()),
         pa.field("value_from", pa.string()),
         pa.field("value_disagrees", pa.bool_(), nullable=False),
+        pa.field("value_unwrapped", pa.bool_(), nullable=False),
         pa.field("door_from", pa.string(), nullable=False),
         pa.field("door_absent", pa.bool_(), nullable=False),
         pa.field("door_bounded", pa.bool_(), nullable=False),

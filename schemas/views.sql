@@ -41,10 +41,10 @@ SELECT * EXCLUDE (filename) FROM (
     AND (NOT regexp_matches(filename, '/rollup-[^/]*$') OR filename IN (SELECT file_name FROM rollups))
 );
 
--- (The columns added in schema versions 4 to 6 are null in the files of an older output.)
+-- (The columns added in schema versions 4 to 7 are null in the files of an older output.)
 CREATE OR REPLACE VIEW readings_all AS SELECT * FROM live_rows('readings')
 UNION ALL BY NAME SELECT CAST(NULL AS VARCHAR) AS call_id_from, CAST(NULL AS BOOLEAN) AS value_disagrees,
-  CAST(NULL AS BOOLEAN) AS maybe_recorder_cut WHERE FALSE;
+  CAST(NULL AS BOOLEAN) AS value_unwrapped, CAST(NULL AS BOOLEAN) AS maybe_recorder_cut WHERE FALSE;
 
 CREATE OR REPLACE VIEW dead_letters_all AS SELECT * FROM live_rows('dead_letters')
 UNION ALL BY NAME SELECT CAST(NULL AS TIMESTAMPTZ) AS recorded_at WHERE FALSE;

@@ -98,6 +98,7 @@ def _reading(tool: str | None, n: int, seq: int, run_id: str, outcome: str,
         tool_call_id=f"call_{seq:03d}",
         call_id_from="toolCallId",
         value_disagrees=False,
+        value_unwrapped=False,
         occurrence=1,
         tool_name=tool,
         iteration=n % 3 + 1,
@@ -158,7 +159,7 @@ def _earlier_revisions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["revision"] = 1
         row["emitted_at"] = row["ended_at"] + timedelta(minutes=5)
         first = _blank_reading()
-        for key in ("run_id", "session_id", "tool_call_id", "call_id_from", "value_disagrees", "occurrence", "tool_name", "iteration",
+        for key in ("run_id", "session_id", "tool_call_id", "call_id_from", "value_disagrees", "value_unwrapped", "occurrence", "tool_name", "iteration",
                     "source_file", "event_index", "reader_version"):
             first[key] = row[key]
         first.update(outcome="unknown", door_from="events", door_absent=False, door_bounded=False,

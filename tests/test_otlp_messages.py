@@ -178,11 +178,13 @@ def test_the_first_model_call_that_read_a_result_gives_the_value_whatever_the_fi
             {"type": "tool_call", "id": "only-asked", "name": "search"}]}])))
     out = _reassess(tmp_path, tmp_path / "*.jsonl")
     got = _rows(out)
-    assert list(got) == ["c1"]  # a call only asked for, never read, is no call
+    assert sorted(got) == ["c1", "only-asked"]  # a call only asked for, its answer never read, is still a call
     row = got["c1"]
     assert (row["tool_name"], row["value_from"], row["served_kind"], row["outcome"]) == ("search", "modelResult", "text", "ran")
+    asked = got["only-asked"]
+    assert (asked["tool_name"], asked["outcome"], asked["value_from"], asked["emptiness"]) == ("search", "unknown", None, None)
     runs = load_table(out, "runs")
-    assert sum(r["events"] for r in runs) == 4 and sum(r["events_not_needed"] for r in runs) == 1  # 2 read, 2 asked
+    assert sum(r["events"] for r in runs) == 4 and sum(r["events_not_needed"] for r in runs) == 0  # 2 read, 2 asked
 
 
 def test_a_tool_message_event_in_the_logs_signal_is_read(tmp_path):

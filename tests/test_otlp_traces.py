@@ -197,7 +197,7 @@ def test_no_result_an_empty_string_and_an_error_stay_apart(tmp_path):
     assert shown == {
         "none": ("unknown", None, None, None),  # no result recorded: not read
         "empty": ("ran", "result", "unknown", "text"),  # read: an empty text, no rows to count
-        "boom": ("failed", "result", None, None),  # the span's error status
+        "boom": ("failed", None, None, None),  # the span's error status; no value recorded
     }
 
 

@@ -182,6 +182,7 @@ def test_a_ran_call_gives_this_whole_row():
         "status": None,
         "value_from": "result",
         "value_disagrees": False,
+        "value_unwrapped": False,
         "door_from": "events",
         "door_absent": False,
         "door_bounded": True,

@@ -101,7 +101,8 @@ class Call:
         return self.end is not None or self.history_value is not UNDEFINED
 
     def value_read(self) -> tuple[Any, str | None]:
-        """(value the model read, where it came from): `modelResult`, `result` or `history`."""
+        """(value the model read, where it came from): `modelResult`, `result` or `history`; a trace's
+        end that recorded neither (a failed span) says None, as a call with no end does."""
         if self.history_value is not UNDEFINED:
             return self.history_value, "history"
         if self.end is None:
@@ -109,7 +110,16 @@ class Call:
         payload = self.end.payload
         if "modelResult" in payload:
             return payload["modelResult"], "modelResult"
+        if "result" not in payload and self.trace is not None:
+            return UNDEFINED, None
         return payload.get("result", UNDEFINED), "result"
+
+    @property
+    def value_unwrapped(self) -> bool:
+        """A trace's value read was text blocks, read as their text (`transforms.decode.content_blocks`)."""
+        _, source = self.value_read()
+        return source is not None and self.trace is not None and self.end is not None \
+            and self.end.payload.get(source + "Unwrapped") is True
 
     def door(self) -> dict | None:
         """The door the reading uses (None: no door held, read it off the value)."""

@@ -91,8 +91,9 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
     )
 
 
-#: The types that make a call of an id's events (a trace's chat messages: a result a model read).
-_MAKES_CALL = frozenset({TOOL_START, TOOL_END, MODEL_READ})
+#: The types that make a call of an id's events (a trace's chat messages: a result a model read, or a
+#: call a model asked for: a call nobody captured is still a call, docs/traces.md).
+_MAKES_CALL = frozenset({TOOL_START, TOOL_END, MODEL_READ, MODEL_ASKED})
 
 
 def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tuple[str, Event]]]:
@@ -181,7 +182,7 @@ def _build_call(
             if t == MODEL_READ and "modelResult" in ev.payload and (read is None or _earlier(ev, read)):
                 read, read_file = ev, f
     if read is not None:  # the value the model read joins the tool span's end, or is the end
-        model_read = {"modelResult": read.payload["modelResult"]}
+        model_read = {k: v for k, v in read.payload.items() if k.startswith("modelResult")}
         if end is None:
             end, end_file = Event(read.index, TOOL_END, {"toolCallId": call_id, **model_read}, read.meta), read_file
         else:

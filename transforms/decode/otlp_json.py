@@ -41,6 +41,7 @@ from footprint_audit.schemas.events import (
 )
 
 from .byte_streams import ZSTD_MAGIC
+from .content_blocks import text_blocks
 from .documents import file_failure
 from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
 from .formats import InputFormat, Opened
@@ -151,11 +152,15 @@ def _value(raw: dict[str, Any], key: str) -> Any:
 
 
 def _execute_tool(raw: dict[str, Any]) -> ToolSpan | None:
-    """Dialect 1: a GenAI `execute_tool` span (semantic conventions 1.38 and later)."""
+    """Dialect 1: a GenAI `execute_tool` span (semantic conventions 1.38 and later; pydantic-ai's
+    instrumentation version 2 names the arguments and result `tool_arguments` and `tool_response`)."""
     if any_value(raw.get("gen_ai.operation.name")) != "execute_tool":
         return None
+    args = _value(raw, "gen_ai.tool.call.arguments")
+    result = _value(raw, "gen_ai.tool.call.result")
     return ToolSpan(any_value(raw.get("gen_ai.tool.call.id")), "gen_ai.tool.call.id", any_value(raw.get("gen_ai.tool.name")),
-                    _value(raw, "gen_ai.tool.call.arguments"), _value(raw, "gen_ai.tool.call.result"), "error.type" in raw)
+                    _value(raw, "tool_arguments") if args is _MISSING else args,
+                    _value(raw, "tool_response") if result is _MISSING else result, "error.type" in raw)
 
 
 def _openinference_tool(raw: dict[str, Any]) -> ToolSpan | None:
@@ -200,12 +205,24 @@ Said = list[tuple[str, dict[str, Any], str]]
 
 
 def _said(call_id: Any, name: Any, value: Any = _MISSING) -> dict[str, Any]:
+    """A message's tool call: its id, the tool's name, and the value the model read (none: not captured)."""
     payload: dict[str, Any] = {"toolCallId": call_id}
     if type(name) is str:
         payload["toolName"] = name
     if value is not _MISSING:
-        payload["modelResult"] = value
+        _put_value(payload, "modelResult", value)
     return payload
+
+
+def _put_value(payload: dict[str, Any], key: str, value: Any) -> bool:
+    """`payload[key]` = the value as the model read it: text blocks unwrapped (then `payload[key +
+    "Unwrapped"]` is true, `content_blocks`). True: an MCP result that says the tool failed."""
+    blocks = text_blocks(value)
+    if blocks is None:
+        payload[key] = value
+        return False
+    payload[key], payload[key + "Unwrapped"] = blocks.text, True
+    return blocks.is_error
 
 
 def _is_id(value: Any) -> bool:
@@ -222,33 +239,35 @@ def _messages(value: Any) -> list:
     return value if type(value) is list else []
 
 
-def _parts(messages: list, role: str, kind: str) -> Iterator[dict]:
-    """The parts of type `kind` of the messages of `role` whose `id` is a call id."""
+def _parts(messages: list, kind: str) -> Iterator[dict]:
+    """The parts of type `kind` whose `id` is a call id, in messages of any role (pydantic-ai answers
+    calls in a `user` message before its instrumentation version 6)."""
     for message in messages:
-        if type(message) is dict and message.get("role") == role and type(message.get("parts")) is list:
+        if type(message) is dict and type(message.get("parts")) is list:
             yield from (p for p in message["parts"] if type(p) is dict and p.get("type") == kind and _is_id(p.get("id")))
 
 
 def _chat_messages(raw: dict[str, Any]) -> Said:
-    """Dialect 2: `tool_call_response` parts of `gen_ai.input.messages` (the tool's name from the
-    `tool_call` part it answers, where the history holds it), `tool_call` parts of `gen_ai.output.messages`."""
+    """Dialect 2: `tool_call_response` parts of `gen_ai.input.messages` (the value in `response`, or
+    `result` as pydantic-ai writes it; the tool's name from the `tool_call` part it answers, where the
+    history holds it), `tool_call` parts of `gen_ai.output.messages`."""
     inputs = _messages(any_value(raw.get("gen_ai.input.messages")))
-    names = {p["id"]: p.get("name") for p in _parts(inputs, "assistant", "tool_call")}
-    said: Said = [(MODEL_READ, _said(p["id"], names.get(p["id"]), p["response"]), "gen_ai.input.messages")
-                  for p in _parts(inputs, "tool", "tool_call_response") if "response" in p]
+    names = {p["id"]: p.get("name") for p in _parts(inputs, "tool_call")}
+    said: Said = [(MODEL_READ, _said(p["id"], names.get(p["id"]) or p.get("name"), p.get("response", p.get("result", _MISSING))),
+                   "gen_ai.input.messages") for p in _parts(inputs, "tool_call_response")]
     outputs = _messages(any_value(raw.get("gen_ai.output.messages")))
     return said + [(MODEL_ASKED, _said(p["id"], p.get("name")), "gen_ai.output.messages")
-                   for p in _parts(outputs, "assistant", "tool_call")]
+                   for p in _parts(outputs, "tool_call")]
 
 
 def _message_event(name: Any, body: Any) -> Said:
     """Dialect 3, the message events of 1.36 and earlier: a `gen_ai.tool.message` body `{content, id}`
-    (a result read); the `tool_calls` of a `gen_ai.assistant.message` body or a `gen_ai.choice`
-    body's `message` (calls asked for, `{id, function: {name}}`)."""
+    (a result read; no `content`: not captured); the `tool_calls` of a `gen_ai.assistant.message` body
+    or a `gen_ai.choice` body's `message` (calls asked for, `{id, function: {name}}`)."""
     if type(body) is not dict:
         return []
     if name == "gen_ai.tool.message":
-        return [(MODEL_READ, _said(body["id"], None, body["content"]), name)] if _is_id(body.get("id")) and "content" in body else []
+        return [(MODEL_READ, _said(body["id"], None, body.get("content", _MISSING)), name)] if _is_id(body.get("id")) else []
     message = body.get("message") if name == "gen_ai.choice" else body if name == "gen_ai.assistant.message" else None
     calls = message.get("tool_calls") if type(message) is dict else None
     return [(MODEL_ASKED, _said(c["id"], _field(c.get("function"), "name")), name)
@@ -275,8 +294,9 @@ def _llm_messages(raw: dict[str, Any]) -> Said:
             messages.setdefault((found[1], int(found[2])), {})[found[3]] = any_value(value)
     said: Said = []
     for (side, _), fields in sorted(messages.items()):
-        if side == "input" and fields.get("role") == "tool" and _is_id(fields.get("tool_call_id")) and "content" in fields:
-            said.append((MODEL_READ, _said(fields["tool_call_id"], fields.get("name"), fields["content"]), "llm.input_messages"))
+        if side == "input" and fields.get("role") == "tool" and _is_id(fields.get("tool_call_id")):
+            value = fields.get("content", _MISSING)
+            said.append((MODEL_READ, _said(fields["tool_call_id"], fields.get("name"), value), "llm.input_messages"))
         elif side == "output":
             asked: dict[int, dict[str, Any]] = {}
             for key, value in fields.items():
@@ -332,6 +352,9 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         if said:
             return _said_events(said, index, meta, span_id, _ms(began), _ms(ended))
         return [Event(index, OTHER_SPAN, {}, meta)]
+    if tool.result is _MISSING:  # Strands' default conventions: the result in a `gen_ai.choice` span event
+        tool.result = next((attributes(e.get("attributes")).get("message", _MISSING) for e in _list(span, "events")
+                            if type(e) is dict and e.get("name") == "gen_ai.choice"), _MISSING)
     if not (type(tool.call_id) is str and tool.call_id):
         if not span_id:
             return REASON_MISSING_CALL_ID, "is a tool call with neither a call id nor a `spanId`"
@@ -346,11 +369,10 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
         start["args"] = tool.args
     events = [Event(index, TOOL_START, start, {**meta, "wallClockMs": _ms(began)})]
     status = span.get("status")
-    failed = tool.failed or (type(status) is dict and status.get("code") in _STATUS_ERROR)
+    end: dict[str, Any] = {"toolCallId": tool.call_id}
+    failed = tool.result is not _MISSING and _put_value(end, "result", tool.result)
+    failed = failed or tool.failed or (type(status) is dict and status.get("code") in _STATUS_ERROR)
     if tool.result is not _MISSING or failed:
-        end: dict[str, Any] = {"toolCallId": tool.call_id}
-        if tool.result is not _MISSING:
-            end["result"] = tool.result
         if failed:
             end["error"] = True
         if began is not None and ended is not None:

@@ -227,6 +227,7 @@ def reading_values(
         "status": status,
         "value_from": value_from,
         "value_disagrees": disagrees,
+        "value_unwrapped": call.value_unwrapped,
         "door_from": call.door_from,
         "door_absent": door_absent,
         "door_bounded": door_bounded,
