@@ -29,6 +29,7 @@ FORMAT_EVENTS_ARRAY = "events-array"
 FORMAT_EVENT_STREAM = "event-stream"
 FORMAT_SSE = "sse"
 FORMAT_OTLP_JSON = "otlp-json"
+FORMAT_OTLP_FRAMED = "otlp-framed"  # the Collector's length-prefixed file: protobuf, or zstd messages
 
 #: Dead-letter reasons: fixed words (docs/output.md §4).
 REASON_NOT_JSON = "not-json"

@@ -4,7 +4,7 @@ The binary is `tools/collector/builder-config.yaml` built by the Collector Build
 (`tools/collector/build.py`: once, into `$FOOTPRINT_AUDIT_GO_BIN` or `~/.cache/footprint-audit/go/bin`,
 like the Google fakes); where it is not built and Go is missing, the test is skipped, saying so
 (`.ci/run` builds it, so CI runs it). `running_collector` starts it with an `otlp` receiver
-(HTTP and gRPC, free ports) and a `file` exporter (`format: json`), waits until both ports accept
+(HTTP and gRPC, free ports) and a `file` exporter (`format: json` unless told otherwise), waits until both ports accept
 connections, and stops it with SIGTERM at the end, so the exporter has flushed and closed the file
 when the block is left.
 """
@@ -55,13 +55,13 @@ def _accepts(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _config(http_port: int, grpc_port: int, path: Path) -> dict[str, Any]:
+def _config(http_port: int, grpc_port: int, path: Path, file_exporter: dict[str, Any]) -> dict[str, Any]:
     return {
         "receivers": {"otlp": {"protocols": {
             "http": {"endpoint": f"127.0.0.1:{http_port}"},
             "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
         }}},
-        "exporters": {"file": {"path": str(path), "format": "json", "flush_interval": "100ms"}},
+        "exporters": {"file": {"path": str(path), "format": "json", "flush_interval": "100ms", **file_exporter}},
         "service": {
             # no metrics endpoint of its own (its default port could be taken), logs to stderr
             "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "info"}},
@@ -72,8 +72,9 @@ def _config(http_port: int, grpc_port: int, path: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def running_collector(folder: Path) -> Iterator[Collector]:
-    """The Collector started with its config, output and log in `folder`; stopped, its file closed, on exit."""
+def running_collector(folder: Path, **file_exporter: Any) -> Iterator[Collector]:
+    """The Collector started with its config, output and log in `folder`; stopped, its file closed, on exit.
+    `file_exporter`: settings of its `file` exporter over the defaults (`format="proto"`, `compression="zstd"`)."""
     binary = collector_binary()
     folder.mkdir(parents=True, exist_ok=True)
     http_port, grpc_port = free_port(), free_port()
@@ -82,7 +83,7 @@ def running_collector(folder: Path) -> Iterator[Collector]:
     collector = Collector(f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}", folder / "traces.jsonl",
                           folder / "collector.log")
     config = folder / "collector.yaml"
-    config.write_text(json.dumps(_config(http_port, grpc_port, collector.path), indent=1))  # JSON is YAML
+    config.write_text(json.dumps(_config(http_port, grpc_port, collector.path, file_exporter), indent=1))  # JSON is YAML
     with collector.log.open("wb") as log:
         proc = subprocess.Popen([str(binary), "--config", f"file:{config}"], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)

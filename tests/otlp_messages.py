@@ -1,7 +1,7 @@
 """OTLP/JSON messages as the OpenTelemetry Python SDK writes them, for the stream's tests.
 
 Each run is one trace whose spans are exported together by the SDK's OTLP/JSON file exporter:
-one `TracesData` object, one line, which is also what the Collector's `kafka` exporter writes to
+one `TracesData` object, one line (`traced_spans` gives the spans themselves, for other encodings), which is also what the Collector's `kafka` exporter writes to
 one record with `encoding: otlp_json` (an `ExportTraceServiceRequest`, the same JSON). Times are
 fixed, so a test can replay them through event time.
 """
@@ -12,7 +12,7 @@ import io
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
@@ -27,17 +27,15 @@ def _execute_tool(call_id: str, result: str | None = None) -> dict:
     return attrs if result is None else {**attrs, "gen_ai.tool.call.result": result}
 
 
-def traced_runs(runs: int = 4) -> list[bytes]:
-    """`runs` agent runs, each one OTLP/JSON `TracesData` line (without its newline) holding the run's
-    spans: an agent span, a chat span (not a tool call), and tool calls with an empty result, rows
-    (its start and end in the same millisecond), an error, no result (never ends as a call), and an
-    OpenInference `TOOL` span with a text result."""
+def traced_spans(runs: int = 4) -> list[tuple[ReadableSpan, ...]]:
+    """`runs` agent runs, each its trace's finished spans: an agent span, a chat span (not a tool call), and
+    tool calls with an empty result, rows (its start and end in the same millisecond), an error, no result
+    (never ends as a call), and an OpenInference `TOOL` span with a text result."""
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("footprint-audit-tests")
-    written = io.StringIO()
-    exporter = FileSpanExporter(stream=written)
+    traced = []
     for run in range(runs):
         memory.clear()
         t = T0_NS + run * 60_000 * MS
@@ -59,9 +57,23 @@ def traced_runs(runs: int = 4) -> list[bytes]:
         span("lookup", 40 * MS, 45 * MS, {"openinference.span.kind": "TOOL", "tool.name": "lookup", "tool.id": f"r{run}-oi",
                                           "output.value": "no rows matched"})
         root.end(end_time=t + 50 * MS)
-        assert exporter.export(memory.get_finished_spans()).name == "SUCCESS"
+        traced.append(memory.get_finished_spans())
     provider.shutdown()
+    return traced
+
+
+def json_lines(traced: list[tuple[ReadableSpan, ...]]) -> list[bytes]:
+    """Each run's spans as the SDK's OTLP/JSON file exporter writes them: one `TracesData` line (without its newline)."""
+    written = io.StringIO()
+    exporter = FileSpanExporter(stream=written)
+    for spans in traced:
+        assert exporter.export(spans).name == "SUCCESS"
     return [line.encode() for line in written.getvalue().splitlines()]
+
+
+def traced_runs(runs: int = 4) -> list[bytes]:
+    """`runs` agent runs (`traced_spans`), each one OTLP/JSON `TracesData` line (`json_lines`)."""
+    return json_lines(traced_spans(runs))
 
 
 def latest_end_ms(line: bytes) -> int:

@@ -26,7 +26,7 @@ import zstandard
 from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import (
-    FORMAT_EVENT_STREAM, FORMAT_SSE, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON, REASON_UNKNOWN_FORMAT,
+    FORMAT_EVENT_STREAM, FORMAT_SSE, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON,
 )
 from footprint_audit.transforms.calls.from_events import join_run
 from footprint_audit.transforms.decode import registry
@@ -309,16 +309,6 @@ def test_a_compressed_file_of_lines_is_read(tmp_path, pack):
     path = tmp_path / "t.otlp"
     path.write_bytes(pack(_line(_span("a1", "c1", {"stringValue": "[]"})) + b"\n"))
     assert [r["tool_call_id"] for r in load_table(_reassess(tmp_path, path), "readings")] == ["c1"]
-
-
-@pytest.mark.parametrize("payload", [b'{"resourceSpans":[]}', b"\n\x0bresource..", zstandard.compress(b'{"resourceSpans":[]}')])
-def test_the_collectors_length_prefixed_framing_is_refused_in_one_sentence(tmp_path, payload):
-    path = tmp_path / "collector.json"
-    path.write_bytes(len(payload).to_bytes(4, "big") + payload)
-    out = _reassess(tmp_path, path)
-    (letter,) = load_table(out, "dead_letters")
-    assert letter["reason"] == REASON_UNKNOWN_FORMAT
-    assert "length-prefixed" in letter["detail"] and "`format: json`" in letter["detail"]
 
 
 def test_an_otlp_file_named_jsonl_is_told_by_its_first_line():

@@ -7,7 +7,10 @@ The records are the OTel SDK's OTLP/JSON file exporter's lines (each run's spans
 together: many events per record) and one record cut short; the stream runs as its own process on
 Beam's local runner, a bounded read (`--max-records`). The same topic read again by a second job
 into the same output (a new consumer group: every record written twice, as a restart without a
-checkpoint would) still counts each record once, through the views.
+checkpoint would) still counts each record once, through the views. A topic of the same kind of
+spans in the `kafka` exporter's default encoding, `otlp_proto` (one binary
+`ExportTraceServiceRequest` per record), reads as `reassess` reads those spans' OTLP/JSON lines.
+One broker serves the module.
 """
 
 from __future__ import annotations
@@ -19,14 +22,31 @@ import pytest
 from footprint_audit.pipelines.reassess import command as reassess
 from helpers import ROOT, assert_stream_matches_batch, load_table
 from stream_harness import accounted, counted_raw, finish, produce, stream_local_cli, wait_for
+from tools.kafka_local import KafkaBroker
 
 pytestmark = pytest.mark.integration
 
 pytest.importorskip("opentelemetry.sdk.trace")
-from otlp_messages import latest_end_ms, traced_runs  # noqa: E402
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from otlp_messages import json_lines, latest_end_ms, traced_runs, traced_spans  # noqa: E402
 
 PARTITIONS = 2
 DECLARATIONS = ROOT / "examples" / "declarations.json"
+
+
+@pytest.fixture(scope="module")
+def broker(integration_jars, tmp_path_factory):
+    """One broker for the module's tests, each on its own topic."""
+    with KafkaBroker(integration_jars["kafka_lib"], workdir=tmp_path_factory.mktemp("kafka")) as started:
+        yield started
+
+
+def _reassess_runs(path: Path, out: Path) -> dict:
+    """`reassess` of `path` into `out`: each run's counts."""
+    assert reassess.run(["--input", str(path), "--output", str(out), "--declarations", str(DECLARATIONS),
+                         "--no-progress", "--quiet"]) == 0
+    return {r["run_id"]: (r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])
+            for r in load_table(out, "runs")}
 
 
 def _runs_once(out: Path) -> dict:
@@ -46,7 +66,7 @@ def _dead_once(out: Path) -> list:
     return fetch(con, "SELECT source_file, event_index, run_id, reason, raw FROM dead_letters")
 
 
-def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(kafka_broker, tmp_path):
+def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(broker, tmp_path):
     lines = traced_runs(6)
     cut = lines[2][: len(lines[2]) // 2]  # a record cut short: one not-json dead letter
     records = [(n % PARTITIONS, latest_end_ms(line), line) for n, line in enumerate(lines)]  # a run's records in one partition
@@ -57,16 +77,13 @@ def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(kafka_broker, t
     traces = tmp_path / "traces.jsonl"
     traces.write_bytes(b"".join(body + b"\n" for _p, _ms, body in records))
     batch = tmp_path / "batch"
-    assert reassess.run(["--input", str(traces), "--output", str(batch), "--declarations", str(DECLARATIONS),
-                         "--no-progress", "--quiet"]) == 0
-    batch_runs = {r["run_id"]: (r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])
-                  for r in load_table(batch, "runs")}
+    batch_runs = _reassess_runs(traces, batch)
     (batch_dead,) = load_table(batch, "dead_letters")
     assert len(batch_runs) == 6 and batch_dead["reason"] == "not-json"
 
-    kafka_broker.create_topic("otlp_spans", partitions=PARTITIONS)
-    assert produce(kafka_broker.bootstrap, "otlp_spans", records) == len(records)
-    source = f"kafka://{kafka_broker.bootstrap}/otlp_spans"
+    broker.create_topic("otlp_spans", partitions=PARTITIONS)
+    assert produce(broker.bootstrap, "otlp_spans", records) == len(records)
+    source = f"kafka://{broker.bootstrap}/otlp_spans"
     out = tmp_path / "stream"
     for n, group in enumerate(("first", "again")):
         log = tmp_path / f"stream-{group}.log"
@@ -89,3 +106,28 @@ def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(kafka_broker, t
         events = sum(v[0] for v in batch_runs.values())
         assert accounted(out) == events + 1
         assert counted_raw(out) == (events + 1) * (n + 1)  # the files hold every copy; the views count one
+
+
+def test_otlp_proto_records_from_kafka_read_as_reassess_reads_the_spans_json_lines(broker, tmp_path):
+    traced = traced_spans(4)
+    lines = json_lines(traced)
+    traces = tmp_path / "traces.jsonl"
+    traces.write_bytes(b"".join(line + b"\n" for line in lines))
+    batch = tmp_path / "batch"
+    batch_runs = _reassess_runs(traces, batch)
+
+    records = [(n % PARTITIONS, latest_end_ms(line), encode_spans(spans).SerializeToString())
+               for n, (spans, line) in enumerate(zip(traced, lines))]
+    broker.create_topic("otlp_proto_spans", partitions=PARTITIONS)
+    assert produce(broker.bootstrap, "otlp_proto_spans", records) == len(records)
+    out, log = tmp_path / "stream", tmp_path / "stream.log"
+    proc = stream_local_cli(f"kafka://{broker.bootstrap}/otlp_proto_spans", out, "--max-records", str(len(records)),
+                            "--compact-seconds", "0", log=log, declarations=DECLARATIONS)
+    try:
+        finish(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_for(lambda: load_table(out, "readings"), "the stream's readings", timeout=60)
+    assert assert_stream_matches_batch(batch, out, examples=False) == 4 * 5
+    assert _runs_once(out) == batch_runs and _dead_once(out) == []

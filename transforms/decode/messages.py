@@ -1,11 +1,13 @@
 """One message of a stream source (a Kafka record, a Pub/Sub message) → the events and dead letters it holds.
 
 Pattern: one pure function over a message's bytes.
-Role:    the one place a stream tells what a message is. One whose head the registry's OTLP
-         claim takes (`OTLP_JSON.claims`: the OpenTelemetry Collector's `kafka` exporter writes
-         one `TracesData` / `LogsData` per record with `encoding: otlp_json`) is read as one line
-         of an OTLP/JSON file is (`otlp_json.message_items`): many events, or one dead letter.
-         Anything else is one event envelope (`envelopes.event_from_message`).
+Role:    the one place a stream tells what a message is, JSON first. One whose head the registry's
+         OTLP claim takes (`OTLP_JSON.claims`: the OpenTelemetry Collector's `kafka` exporter with
+         `encoding: otlp_json` writes one `TracesData` / `LogsData` per record) is read as one line
+         of an OTLP/JSON file is (`otlp_json.message_items`): many events, or one dead letter. Any
+         other is one event envelope (`envelopes.event_from_message`), unless it is not JSON and
+         reads as a binary OTLP request with a resource (`otlp_proto.request_data`: the `kafka`
+         exporter's default, `otlp_proto`), then read as that request's OTLP/JSON would be.
 Positions: the items of a message share its position (`index`: a Kafka offset) and keep their
          order in it: item k is at `index + k * ITEM_STRIDE`. So a message of one event keeps its
          offset, a tool span's start comes before its end, every item's position is unique in its
@@ -17,10 +19,11 @@ Positions: the items of a message share its position (`index`: a Kafka offset) a
 
 from __future__ import annotations
 
-from footprint_audit.schemas.events import REASON_TOO_LARGE, DeadLetter, Event
+from footprint_audit.schemas.events import REASON_NOT_JSON, REASON_TOO_LARGE, DeadLetter, Event
 
 from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_message
-from .otlp_json import OTLP_JSON, message_items
+from .otlp_json import OTLP_JSON, data_items, message_items
+from .otlp_proto import request_data
 
 __all__ = ["ITEM_STRIDE", "MAX_ITEMS", "items_from_message"]
 
@@ -34,11 +37,16 @@ def items_from_message(
     source: str, index: int, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
 ) -> list[Event | DeadLetter]:
     """A message at position `index` of `source` → its events and dead letters, in their order in it
-    (an OTLP/JSON message: its spans' and log records' items; else one envelope, or its dead letter)."""
-    if len(data) > max_event_bytes or not OTLP_JSON.claims(data):
-        return [event_from_message(source, index, data, max_event_bytes)]
+    (an OTLP message, JSON or protobuf: its spans' and log records' items; else one envelope, or its dead letter)."""
     where = f"Message {index}"
-    items = message_items(source, data, where, max_event_bytes)
+    if len(data) <= max_event_bytes and OTLP_JSON.claims(data):
+        items = message_items(source, data, where, max_event_bytes)
+    else:
+        envelope = event_from_message(source, index, data, max_event_bytes)
+        request = request_data(data) if isinstance(envelope, DeadLetter) and envelope.reason == REASON_NOT_JSON else None
+        if request is None:
+            return [envelope]
+        items = data_items(source, request, data, 0, set(), where)
     if len(items) > MAX_ITEMS:
         detail = (f"{where} holds {len(items)} spans' and log records' events and dead letters, more than the "
                   f"{MAX_ITEMS} one message may hold; it was not read.")

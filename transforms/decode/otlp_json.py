@@ -1,13 +1,16 @@
-"""OpenTelemetry traces as OTLP/JSON lines: tool calls read from spans (docs/traces.md).
+"""OpenTelemetry traces as OTLP/JSON: tool calls read from spans (docs/traces.md).
 
 Pattern: a line format (`transforms.decode.lines.stream_lines`) and pure functions over one
-         line's parsed `TracesData` / `LogsData`; two `InputFormat`s.
+         parsed `TracesData` / `LogsData`; one `InputFormat`.
 Role:    `OTLP_JSON` reads the files the OpenTelemetry Collector's `file` exporter (`format:
-         json`) and the SDKs' OTLP file exporters write: one `TracesData` (or `LogsData`) per
-         line. Each tool-call span becomes the two events a recording holds for a call
-         (`stream.tool_start`, `stream.tool_end`), so the join and the readers read it as
-         they read a recorded call; any other span or log record is one event the readings do
-         not need. `OTLP_FRAMED` refuses the Collector's length-prefixed framing in one sentence.
+         json`) and the SDKs' OTLP file exporters write, one `TracesData` (or `LogsData`) per
+         line, and whole documents written over many lines (`json_texts`). `data_items` reads
+         one parsed `TracesData` / `LogsData`, whatever its encoding (`otlp_proto` hands it the
+         protobuf ones): ids in hex or base64 (made hex by `hex_id`, the one place), enums as
+         integers or names, 64-bit integers as numbers or decimal strings. Each tool-call span
+         becomes the two events a recording holds for a call (`stream.tool_start`,
+         `stream.tool_end`), so the join and the readers read it as they read a recorded call;
+         any other span or log record is one event the readings do not need.
 Never:   drops a span silently (each is events of its trace's run, or one dead letter), or
          reads `output.mime_type`-style hints as proof of JSON.
 
@@ -30,6 +33,8 @@ event (the tool's name):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -37,19 +42,18 @@ from typing import Any, Iterable, Iterator
 from footprint_audit.readers import JSONError, parse_json
 from footprint_audit.schemas.events import (
     FORMAT_OTLP_JSON, MODEL_ASKED, MODEL_READ, REASON_MISSING_CALL_ID, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT,
-    REASON_NOT_JSON, REASON_UNKNOWN_FORMAT, TOOL_END, TOOL_START, DeadLetter, Event,
+    REASON_NOT_JSON, TOOL_END, TOOL_START, DeadLetter, Event,
 )
 
-from .byte_streams import ZSTD_MAGIC
 from .content_blocks import text_blocks
-from .documents import file_failure
 from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
 from .formats import InputFormat, Opened
+from .json_texts import json_texts
 from .lines import Line, stream_lines
 
 __all__ = [
-    "DIALECTS", "MESSAGE_DIALECTS", "OTLP_FRAMED", "OTLP_JSON", "ToolSpan", "any_value", "attributes", "message_items",
-    "span_events",
+    "DIALECTS", "MESSAGE_DIALECTS", "OTLP_JSON", "ToolSpan", "any_value", "attributes", "data_items", "hex_id",
+    "message_items", "span_events", "text_items",
 ]
 
 #: The type of an event made of a span or log record that is not a tool call (not needed).
@@ -404,45 +408,76 @@ def _list(holder: Any, key: str) -> list:
     return value if type(value) is list else []
 
 
+def hex_id(value: Any, size: int) -> Any:
+    """An OTLP id of `size` bytes as a backend shows it, in lowercase hex. OTLP/JSON writes it so
+    (2 * `size` hex digits); protobuf's own JSON mapping writes its bytes in base64 (24 characters
+    for a 16-byte trace id, 12 for an 8-byte span id), made hex here; anything else stays as written."""
+    if type(value) is str and len(value) == (size + 2) // 3 * 4:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except binascii.Error:
+            return value
+        return raw.hex() if len(raw) == size else value
+    return value
+
+
+_ID_SIZES = (("traceId", 16), ("spanId", 8), ("parentSpanId", 8))
+
+
+def _with_hex_ids(item: Any) -> Any:
+    """A span or log record with its ids in hex (a copy where one was not)."""
+    if type(item) is not dict:
+        return item
+    ids = {key: hex_id(item[key], size) for key, size in _ID_SIZES if key in item}
+    return {**item, **ids} if any(ids[key] is not item[key] for key in ids) else item
+
+
 def _spans_and_logs(data: dict) -> Iterator[tuple[str, Any]]:
-    """("Span", span) and ("Log record", record) of one `TracesData` / `LogsData`, in order."""
+    """("Span", span) and ("Log record", record) of one `TracesData` / `LogsData`, in order, ids in hex."""
     for resource in _list(data, "resourceSpans"):
         for scope in _list(resource, "scopeSpans"):
             for span in _list(scope, "spans"):
-                yield "Span", span
+                yield "Span", _with_hex_ids(span)
     for resource in _list(data, "resourceLogs"):
         for scope in _list(resource, "scopeLogs"):
             for record in _list(scope, "logRecords"):
-                yield "Log record", record
+                yield "Log record", _with_hex_ids(record)
 
 
 def _otlp_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
-    """Each line's spans and log records as events at running positions in the file."""
+    """Each JSON text's spans and log records (a line's, or a document's over many lines) as events
+    at running positions in the file."""
     index = 0
     seen: set[tuple[str, str]] = set()
-    for line in lines:
-        if line.size <= max_event_bytes and not line.data.strip():
-            continue
-        items = _line_items(source_file, line, index, seen, max_event_bytes)
+    for text in json_texts(lines, max_event_bytes):
+        items = text_items(source_file, bytes(text.data), text.size, index, seen, max_event_bytes, text.where)
         yield from items
         index += len(items)
 
 
-def _line_items(
-    source_file: str, line: Line, index: int, seen: set[tuple[str, str]], max_event_bytes: int, where: str = ""
+def text_items(
+    source_file: str, text: bytes, size: int, index: int, seen: set[tuple[str, str]], max_event_bytes: int, where: str
 ) -> list[Event | DeadLetter]:
-    """One line's events from position `index` on, or the one dead letter of a line that is not OTLP/JSON.
-    `where` names the line in a detail (default `Line N`)."""
-    where = where or f"Line {line.number}"
-    if line.size > max_event_bytes:
-        return [too_large(source_file, index, where, line.size, max_event_bytes, line.data)]
+    """One JSON text's events from position `index` on (`data_items`), or the one dead letter of a
+    text that is not OTLP/JSON or is longer than `size` > `max_event_bytes`. `where` names it in a detail."""
+    if size > max_event_bytes:
+        return [too_large(source_file, index, where, size, max_event_bytes, text)]
     try:
-        data = parse_utf8_safe(line.data)
+        data = parse_utf8_safe(text)
     except JSONError as exc:
-        return [DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, line.data, exc), line.data)]
+        return [DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, text, exc), text)]
+    return data_items(source_file, data, text, index, seen, where)
+
+
+def data_items(
+    source_file: str, data: Any, raw: bytes, index: int, seen: set[tuple[str, str]], where: str
+) -> list[Event | DeadLetter]:
+    """One parsed `TracesData` / `LogsData` (`raw`: its bytes, for a dead letter) → its spans' and log
+    records' events from position `index` on, or the one dead letter of a value that is neither.
+    `seen`: the tool spans read so far in the file (`span_events`)."""
     if type(data) is not dict or not (type(data.get("resourceSpans")) is list or type(data.get("resourceLogs")) is list):
         detail = f"{where} is not OTLP/JSON: an object with a `resourceSpans` or `resourceLogs` array."
-        return [DeadLetter(source_file, index, None, REASON_NOT_AN_EVENT, detail, line.data)]
+        return [DeadLetter(source_file, index, None, REASON_NOT_AN_EVENT, detail, raw)]
     items: list[Event | DeadLetter] = []
     for n, (kind, item) in enumerate(_spans_and_logs(data)):
         at = index + len(items)
@@ -460,7 +495,7 @@ def message_items(source: str, data: bytes, where: str, max_event_bytes: int) ->
     """One OTLP/JSON message (a Kafka record, a Pub/Sub message: one `TracesData` / `LogsData`, as
     one line of a file holds it) → its events at positions 0, 1, … in it, read as that line's are,
     or the one dead letter of a message that is not OTLP/JSON. `where` names it in a detail."""
-    return _line_items(source, Line(0, data, len(data)), 0, set(), max_event_bytes, where)
+    return text_items(source, data, len(data), 0, set(), max_event_bytes, where)
 
 
 def _read_otlp(path: str, stream: Any, max_event_bytes: int) -> Opened:
@@ -471,26 +506,7 @@ def _claims_otlp(head: bytes) -> bool:
     return _OTLP_HEAD.match(head) is not None
 
 
-#: OTLP/JSON lines: a first line that opens with a `resourceSpans` or `resourceLogs` key, whatever
-#: the file's name (the spec's file exporter prefers `.jsonl`).
+#: OTLP/JSON, as lines or documents over many lines: a head that opens with a `resourceSpans` or
+#: `resourceLogs` key, whatever the file's name (the spec's file exporter prefers `.jsonl`).
 OTLP_JSON = InputFormat(FORMAT_OTLP_JSON, (), _claims_otlp, _read_otlp, exact=True)
 
-
-def _claims_framed(head: bytes) -> bool:
-    # A big-endian length under 16 MiB (a first byte no text file has), then JSON, protobuf's
-    # field 1 (`resource_spans` / `resource_logs`) or a zstd frame.
-    return len(head) > 8 and head[0] == 0 and (head[4:5] in (b"{", b"\n") or head[4:8] == ZSTD_MAGIC)
-
-
-def _refuse_framed(path: str, stream: Any, max_event_bytes: int) -> Opened:
-    stream.close()
-    detail = (
-        "The file is the OpenTelemetry Collector's length-prefixed framing (its file exporter with `format: proto`, "
-        "or with `compression: zstd`), which is not read: set `format: json` and no `compression` on the exporter "
-        "to write OTLP/JSON lines (a whole file may then be compressed, .gz or .zst)."
-    )
-    return Opened(file_failure(path, REASON_UNKNOWN_FORMAT, detail))
-
-
-#: The Collector's length-prefixed OTLP files, refused with the setting that writes lines.
-OTLP_FRAMED = InputFormat("otlp-framed", (), _claims_framed, _refuse_framed, exact=True)

@@ -12,7 +12,8 @@ from .byte_streams import strip_bom
 from .documents import DOCUMENT
 from .formats import InputFormat
 from .lines import JSON_LINES, SSE
-from .otlp_json import OTLP_FRAMED, OTLP_JSON
+from .otlp_json import OTLP_JSON
+from .otlp_proto import OTLP_FRAMED
 
 __all__ = ["DOCUMENT", "FORMATS", "HEAD_BYTES", "sniff"]
 
