@@ -148,6 +148,20 @@ def _check(check: Any) -> Any:
     return matcher
 
 
+def _stream(p: Any, records: list[bytes], start_s: float, producer_ms: int) -> tuple[Any, Any]:
+    """`records` at offsets 0, 1, … of one partition through the stream's DoFns, the watermark then past
+    every call's grace and cleanup: (the classified outputs, the join's outputs)."""
+    messages_in = [(SOURCE, offset, body, producer_ms) for offset, body in enumerate(records)]
+    ts = (TestStream()
+          .advance_watermark_to(start_s)
+          .add_elements([TimestampedValue(m, start_s) for m in messages_in])
+          .advance_watermark_to(start_s + 100_000)
+          .advance_watermark_to_infinity())
+    events = p | ts | "Parse" >> beam.ParDo(ParseMessageFn(64 << 20))
+    classified = events | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused")
+    return classified, classified[KEYED] | StatefulCallJoin(load_declarations(str(DECLARATIONS)))
+
+
 def test_the_streams_dofns_read_otlp_records_as_reassess_reads_the_file(tmp_path):
     lines = traced_runs(3)
     cut = lines[1][: len(lines[1]) // 3]  # a record cut short: one dead letter
@@ -155,16 +169,8 @@ def test_the_streams_dofns_read_otlp_records_as_reassess_reads_the_file(tmp_path
     batch_readings, batch_runs, batch_dead = _batch(tmp_path, records)
     assert len(batch_readings) == 15 and {r["outcome"] for r in batch_readings.values()} == {"ran", "failed", "unknown"}
 
-    messages_in = [(SOURCE, offset, body, latest_end_ms(lines[0])) for offset, body in enumerate(records)]
-    ts = (TestStream()
-          .advance_watermark_to(T0_NS / 1e9)
-          .add_elements([TimestampedValue(m, T0_NS / 1e9) for m in messages_in])
-          .advance_watermark_to(T0_NS / 1e9 + 100_000)  # past every call's grace and cleanup
-          .advance_watermark_to_infinity())
     p = TestPipeline(options=PipelineOptions(streaming=True))
-    events = p | ts | "Parse" >> beam.ParDo(ParseMessageFn(64 << 20))
-    classified = events | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused")
-    joined = classified[KEYED] | StatefulCallJoin(load_declarations(str(DECLARATIONS)))
+    classified, joined = _stream(p, records, T0_NS / 1e9, latest_end_ms(lines[0]))
 
     def readings_match(rows: list) -> None:
         assert {(r["run_id"], r["tool_call_id"], r["occurrence"]): _reading(r) for r in rows} == batch_readings
@@ -209,3 +215,25 @@ def test_parse_message_fn_gives_each_item_of_a_record_at_its_own_event_time():
                | beam.Map(lambda x, t=beam.DoFn.TimestampParam: (x[1].index, x[1].type, t.micros // 1000)
                           if isinstance(x, tuple) else (x["event_index"], x["reason"], t.micros // 1000)))
         assert_that(got, equal_to([*want, (10, REASON_NOT_JSON, latest_end_ms(line))]))
+
+
+@pytest.mark.parametrize("setup", ["openai-agents", "langchain-hide-outputs"])
+def test_a_traces_own_joins_give_the_stream_reassess_s_readings(tmp_path, setup):
+    """Tool spans without a call id paired with the message calls they answered (docs/traces.md, "One call per
+    tool call"), one span per record as the SDK's simple processor exports them: the stream reads what `reassess` reads."""
+    from helpers import ROOT
+
+    lines = (ROOT / "tests" / "data" / "traces" / setup / "traces.jsonl").read_bytes().splitlines()
+    spans = [(r, sc, s) for line in lines for r in orjson.loads(line)["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    records = [orjson.dumps({"resourceSpans": [{**r, "scopeSpans": [{**sc, "spans": [s]}]}]}) for r, sc, s in spans]
+    batch_readings, _runs, _dead = _batch(tmp_path, records)
+    assert len(batch_readings) == 9 and all(key[1].startswith("call_") for key in batch_readings)
+    first_s = min(int(s["startTimeUnixNano"]) for _r, _sc, s in spans) // 1_000_000 / 1000
+    p = TestPipeline(options=PipelineOptions(streaming=True))
+    _classified, joined = _stream(p, records, first_s, max(int(s["endTimeUnixNano"]) for _r, _sc, s in spans) // 1_000_000)
+
+    def readings_match(rows: list) -> None:
+        assert {(r["run_id"], r["tool_call_id"], r["occurrence"]): _reading(r) for r in rows} == batch_readings
+
+    assert_that(joined["readings"], _check(readings_match), label="readings")
+    p.run()

@@ -26,6 +26,11 @@ Setups
     NO root span: every chat request and every tool span is a trace of its own.
     Logs: the ``gen_ai.client.inference.operation.details`` events util-genai emits.
 
+``openai-v2-latest-root`` (the same venv)
+    ``openai-v2-latest`` with the whole agent loop in one root span ``invoke_agent footprint_demo``
+    (gen_ai.operation.name=invoke_agent, the app's own tracer, as in ``openai-v2-events``), so every
+    chat and tool span is in one trace.
+
 ``openai-v2-events`` / ``openai-v2-events-no-content`` (venv /tmp/trace-venvs/openai-v2-events)
     opentelemetry-instrumentation-openai-v2==2.1b0 on opentelemetry-api==1.37.0 and
     opentelemetry-sdk==1.37.0 (opentelemetry-instrumentation==0.58b0,
@@ -43,7 +48,7 @@ Setups
     64-bit integers as strings), then turns the base64 traceId / spanId / parentSpanId into
     hex as OTLP/JSON requires.
 
-Both setups use the non-streaming API unless ``--stream`` is given (then ``stream: true`` with
+All setups use the non-streaming API unless ``--stream`` is given (then ``stream: true`` with
 ``stream_options.include_usage``; the fixtures in tests/data/traces were recorded without it).
 
 Recreate and rerun (from the repository root)::
@@ -56,6 +61,8 @@ Recreate and rerun (from the repository root)::
         opentelemetry-exporter-otlp-json-file==0.66b1
     /tmp/trace-venvs/openai-v2-latest/bin/python tools/traces/record_openai_v2.py \\
         --setup openai-v2-latest --out tests/data/traces
+    /tmp/trace-venvs/openai-v2-latest/bin/python tools/traces/record_openai_v2.py \\
+        --setup openai-v2-latest-root --out tests/data/traces
 
     python3 -m venv /tmp/trace-venvs/openai-v2-events
     /tmp/trace-venvs/openai-v2-events/bin/pip install \\
@@ -70,7 +77,7 @@ Recreate and rerun (from the repository root)::
 
 Writes ``<out>/<setup>/traces.jsonl``, ``logs.jsonl`` (when any log record was emitted) and
 ``calls.json`` (no ``error`` field: the app keeps only ``str(exc)``, which is ``model_read``).
-Recording needs one ``--setup`` (each has its own venv); ``--check`` (any python3) only verifies and
+Recording needs one ``--setup`` (the venvs differ); ``--check`` (any python3) only verifies and
 describes the recorded setups, ``--no-check`` records without it.
 """
 
@@ -117,6 +124,7 @@ SETUPS = {
     },
 }
 SETUPS["openai-v2-events-no-content"]["packages"] = SETUPS["openai-v2-events"]["packages"]
+SETUPS["openai-v2-latest-root"] = {**SETUPS["openai-v2-latest"], "root_span": True}
 
 MODEL = "gpt-4o-mini"
 SYSTEM = "You are an operations assistant. Use the tools to answer."
@@ -211,7 +219,7 @@ def setup_telemetry(setup: str, trace_path: Path, log_path: Path):
     resource = Resource.create({"service.name": "footprint-demo-openai-v2", "footprint.setup": setup})
     tracer_provider = TracerProvider(resource=resource)
     logger_provider = LoggerProvider(resource=resource)
-    if setup == "openai-v2-latest":
+    if setup.startswith("openai-v2-latest"):
         from opentelemetry.exporter.otlp.json.file import FileSpanExporter
         from opentelemetry.exporter.otlp.json.file._log_exporter import FileLogExporter
 
@@ -226,7 +234,7 @@ def setup_telemetry(setup: str, trace_path: Path, log_path: Path):
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     kwargs = {"tracer_provider": tracer_provider, "logger_provider": logger_provider}
-    if setup != "openai-v2-latest":
+    if not setup.startswith("openai-v2-latest"):
         from opentelemetry._events import set_event_logger_provider
         from opentelemetry.sdk._events import EventLoggerProvider
 
@@ -376,7 +384,7 @@ def record(setup: str, out: Path, args) -> None:
             "root_span": "invoke_agent footprint_demo" if conf["root_span"] else None,
             "tool_spans": conf["tool_spans"],
             "exporter": "opentelemetry-exporter-otlp-json-file FileSpanExporter/FileLogExporter"
-            if setup == "openai-v2-latest"
+            if setup.startswith("openai-v2-latest")
             else "opentelemetry-exporter-otlp-proto-common encoders + protobuf json_format, ids turned into hex",
             "processors": "BatchSpanProcessor, BatchLogRecordProcessor",
             "fake_server": "tools/traces/fake_openai.py",

@@ -10,13 +10,15 @@ Emits:   nothing; no I/O, no Beam.
 | step | rule                                                                              |
 |------|-----------------------------------------------------------------------------------|
 | 1    | events grouped by run, in recording order                                         |
-| 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a `tool_start` or `tool_end` (or a trace's model read) |
-| 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start`; a trace's call id is one call (docs/traces.md) |
+| 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a `tool_start` or `tool_end` |
+| 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start`; with no order known (several files), one |
 | 4    | outcome, first match wins (`transforms.calls.outcome`)                                  |
 | 5    | value read (`modelResult` key, else `result`), door from the occurrence's events  |
 | 6    | committed-state calls (`transforms.calls.committed_state`)                              |
 
-The shapes it makes (`Call`, `RunFacts`, `JoinedRun`) are in `transforms.calls.call_types`.
+The shapes it makes (`Call`, `RunFacts`, `JoinedRun`) are in `transforms.calls.call_types`. A trace's
+events come here as a recording's do: its own joins are made where traces are decoded
+(`transforms.decode.trace_calls`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import orjson
 
 from footprint_audit.readers import UNDEFINED
 from footprint_audit.schemas.events import (
-    CHECKIN_DECISION, MIDDLEWARE_DECISION, MODEL_ASKED, MODEL_READ, PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS,
+    CHECKIN_DECISION, MIDDLEWARE_DECISION, PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS,
     REASON_MISSING_CALL_ID, REASON_REDACTED_CALL_ID, RUN_EVENT_TYPES, TOOL_END, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS,
     TURN_END, TURN_START, DeadLetter, Event, RunInput,
 )
@@ -91,16 +93,10 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
     )
 
 
-#: The types that make a call of an id's events (a trace's chat messages: a result a model read, or a
-#: call a model asked for: a call nobody captured is still a call, docs/traces.md).
-_MAKES_CALL = frozenset({TOOL_START, TOOL_END, MODEL_READ, MODEL_ASKED})
-
-
 def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tuple[str, Event]]]:
-    """Split one id's events into occurrences (docs/output.md §2 step 3). A trace's call id names
-    one call: its tool span and the messages that read its result are one occurrence (docs/traces.md)."""
-    if not ordered or "otel" in items[0][1].meta:
-        return [items] if any(ev.type in _MAKES_CALL for _, ev in items) else []
+    """Split one id's events into occurrences (docs/output.md §2 step 3)."""
+    if not ordered:
+        return [items] if any(ev.type in (TOOL_START, TOOL_END) for _, ev in items) else []
     out: list[list[tuple[str, Event]]] = []
     begin = 0
     for i, (_, ev) in enumerate(items):
@@ -131,10 +127,8 @@ def _build_call(
     end_file = None
     absent = bounded = False
     described: Any = UNDEFINED
-    tool_name = first_decl = first_sem = said_name = None
+    tool_name = first_decl = first_sem = None
     iteration = None
-    read: Event | None = None  # a trace's earliest model call that read the result
-    read_file = ""
     seen = Decisions()
     for f, ev in items:
         t = ev.type
@@ -177,20 +171,10 @@ def _build_call(
         elif t == PERMISSION_CHECK:
             if ev.payload.get("result") in ("deny", "halt"):
                 seen.denials.append((f, ev))
-        elif t == MODEL_READ or t == MODEL_ASKED:
-            said_name = said_name or str_or_none(ev.payload.get("toolName"))
-            if t == MODEL_READ and "modelResult" in ev.payload and (read is None or _earlier(ev, read)):
-                read, read_file = ev, f
-    if read is not None:  # the value the model read joins the tool span's end, or is the end
-        model_read = {k: v for k, v in read.payload.items() if k.startswith("modelResult")}
-        if end is None:
-            end, end_file = Event(read.index, TOOL_END, {"toolCallId": call_id, **model_read}, read.meta), read_file
-        else:
-            end = Event(end.index, TOOL_END, {**end.payload, **model_read}, end.meta)
     if end is not None and end.payload.get("status") == "absent":
         absent = True
     if tool_name is None:
-        tool_name = (first_decl or first_sem or said_name or history_names.get(call_id)
+        tool_name = (first_decl or first_sem or history_names.get(call_id)
                      or facts.paused_tool(call_id, start is not None))
     last_file, last = items[-1]
     anchor = end if end is not None else last
@@ -216,12 +200,6 @@ def _build_call(
     if call.outcome != "ran":
         call.withheld_by = None
     return call
-
-
-def _earlier(ev: Event, than: Event) -> bool:
-    """`ev` happened before `than` (by `meta.wallClockMs`; one without a time is not earlier)."""
-    ms, than_ms = ev.meta.get("wallClockMs"), than.meta.get("wallClockMs")
-    return type(ms) is int and (type(than_ms) is not int or ms < than_ms)
 
 
 def join_call_events(

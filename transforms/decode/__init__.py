@@ -8,9 +8,10 @@ from .input_files import COUNTS, EVENTS, ReadInputFiles
 from .messages import ITEM_STRIDE, items_from_message
 from .registry import FORMATS
 from .sources import open_source, read_source
+from .trace_calls import call_events, call_key
 
 __all__ = [
-    "COUNTS", "CallGroup", "DEFAULT_MAX_EVENT_BYTES", "EVENTS", "ITEM_STRIDE", "ReadInputFiles", "ReadingRows",
+    "COUNTS", "CallGroup", "call_events", "call_key", "DEFAULT_MAX_EVENT_BYTES", "EVENTS", "ITEM_STRIDE", "ReadInputFiles", "ReadingRows",
     "FORMATS", "InputFormat", "Opened", "decode_held", "encode_held", "items_from_message", "open_source",
     "pack_held", "read_source", "unpack_held",
 ]

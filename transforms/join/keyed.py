@@ -32,7 +32,7 @@ from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, RunFacts, add_counts, count_event, count_joined, counts_for, dead_letter_of,
     document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
-from footprint_audit.transforms.decode import CallGroup, decode_held, encode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import CallGroup, call_events, call_key, decode_held, encode_held, pack_held, unpack_held
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 
 __all__ = [
@@ -149,7 +149,7 @@ class _KeyEventFn(beam.DoFn):
             held = encode_held(source, ev)
             self._gather(self._facts, run_id, held)
         if kind is CALL:
-            self._gather(self._calls, (run_id, ev.payload["toolCallId"]), held or encode_held(source, ev))
+            self._gather(self._calls, (run_id, call_key(ev)), held or encode_held(source, ev))
             if self._held >= GATHER_BYTES:
                 yield from self._gathered(windowed=False)
             return
@@ -187,7 +187,8 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
 
 
 class JoinCallFn(beam.DoFn):
-    """One `(run_id, call_id)` group → its call occurrences (one `CallGroup`), and its events' counts.
+    """One `(run_id, call key)` group → its call occurrences (one `CallGroup`), and its events' counts. A key
+    is a call id, or a trace's calls together (`transforms.decode.call_events` splits them).
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
     """
@@ -196,9 +197,10 @@ class JoinCallFn(beam.DoFn):
         self._counts: dict[tuple, RunCounts] = {}
 
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
-        (run_id, call_id), held = item
+        (run_id, key), held = item
         items = [decode_held(b) for part in held for b in unpack_held(part)]
-        calls = join_call_events(run_id, call_id, items, facts.get(run_id))
+        calls = [call for c in call_events(key, items)
+                 for call in join_call_events(run_id, c.call_id, c.items, facts.get(run_id), c.ordered, c.names)]
         count_joined(self._counts, run_id, items, calls)
         if calls:
             yield CallGroup(calls)

@@ -30,7 +30,7 @@ from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
-from footprint_audit.transforms.decode import encode_held, items_from_message, open_source
+from footprint_audit.transforms.decode import call_key, encode_held, items_from_message, open_source
 
 __all__ = [
     "KEYED",
@@ -178,7 +178,7 @@ class ClassifyAndKeyFn(beam.DoFn):
             if ev.type in RUN_EVENT_TYPES and ev.run_id is not None:  # a fact of the run for the join
                 self._calls.setdefault(ev.run_id, []).append(("", ev.type, _fact(ev), RUN_FACT, ms))
             if kind is CALL:
-                held = (ev.payload["toolCallId"], ev.type, encode_held(source, ev), behind_ms, ms)
+                held = (call_key(ev), ev.type, encode_held(source, ev), behind_ms, ms)
                 self._calls.setdefault(ev.run_id, []).append(held)
             elif kind is not NOT_NEEDED:
                 yield pvalue.TaggedOutput(DEAD_LETTERS, dead_letter_of(source, ev, *kind).row())

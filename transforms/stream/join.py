@@ -65,7 +65,7 @@ from footprint_audit.schemas.events import (
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.decode import decode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import call_events, decode_held, pack_held, unpack_held
 from footprint_audit.transforms.read import READER_VERSION, reading_row
 
 from .events import RUN_FACT
@@ -485,7 +485,9 @@ class _StatefulJoinFn(beam.DoFn):
                 else:
                     yield _moved(run_id, source, ev, NOT_NEEDED)
             kept = keep
-        calls = join_call_events(run_id, call_id, positioned, _facts_of(orjson.loads(facts) if facts else []), ordered=True)
+        run_facts = _facts_of(orjson.loads(facts) if facts else [])
+        calls = [call for c in call_events(call_id, positioned, True)
+                 for call in join_call_events(run_id, c.call_id, c.items, run_facts, c.ordered, c.names)]
         rev = held.revision + 1
         if rev and calls:
             self.corrections.inc(len(calls))
