@@ -9,7 +9,8 @@ Beam's local runner, a bounded read (`--max-records`). The same topic read again
 into the same output (a new consumer group: every record written twice, as a restart without a
 checkpoint would) still counts each record once, through the views. A topic of the same kind of
 spans in the `kafka` exporter's default encoding, `otlp_proto` (one binary
-`ExportTraceServiceRequest` per record), reads as `reassess` reads those spans' OTLP/JSON lines.
+`ExportTraceServiceRequest` per record), with an agent framework's trace beside them, reads on the
+embedded Flink as `reassess` reads those spans' OTLP/JSON lines.
 One broker serves the module.
 """
 
@@ -21,7 +22,7 @@ import pytest
 
 from footprint_audit.pipelines.reassess import command as reassess
 from helpers import ROOT, assert_stream_matches_batch, load_table
-from stream_harness import accounted, counted_raw, finish, produce, stream_local_cli, wait_for
+from stream_harness import accounted, counted_raw, finish, produce, stream_cli, stream_local_cli, wait_for
 from tools.kafka_local import KafkaBroker
 
 pytestmark = pytest.mark.integration
@@ -108,26 +109,48 @@ def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(broker, tmp_pat
         assert counted_raw(out) == (events + 1) * (n + 1)  # the files hold every copy; the views count one
 
 
-def test_otlp_proto_records_from_kafka_read_as_reassess_reads_the_spans_json_lines(broker, tmp_path):
+def _proto_of(line: bytes) -> bytes:
+    """An OTLP/JSON `TracesData` line (hex ids) as the binary message the Collector's `otlp_proto` writes."""
+    import base64
+
+    import orjson
+    from google.protobuf import json_format
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    data = orjson.loads(line)
+    for resource in data["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if span.get(key):
+                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return json_format.Parse(orjson.dumps(data), TracesData()).SerializeToString()
+
+
+def test_otlp_proto_records_from_kafka_read_on_flink_as_reassess_reads_the_spans_json_lines(broker, tmp_path):
+    """On the embedded Flink: the SDK's spans, and an agent framework's (openai-agents: TOOL spans without a
+    call id, joined to the model's messages within their trace), one message per record."""
     traced = traced_spans(4)
     lines = json_lines(traced)
+    framework = (ROOT / "tests" / "data" / "traces" / "openai-agents" / "traces.jsonl").read_bytes().splitlines()
     traces = tmp_path / "traces.jsonl"
-    traces.write_bytes(b"".join(line + b"\n" for line in lines))
+    traces.write_bytes(b"".join(line + b"\n" for line in [*lines, *framework]))
     batch = tmp_path / "batch"
     batch_runs = _reassess_runs(traces, batch)
 
     records = [(n % PARTITIONS, latest_end_ms(line), encode_spans(spans).SerializeToString())
                for n, (spans, line) in enumerate(zip(traced, lines))]
+    records += [(0, latest_end_ms(line), _proto_of(line)) for line in framework]  # one trace: one partition
     broker.create_topic("otlp_proto_spans", partitions=PARTITIONS)
     assert produce(broker.bootstrap, "otlp_proto_spans", records) == len(records)
     out, log = tmp_path / "stream", tmp_path / "stream.log"
-    proc = stream_local_cli(f"kafka://{broker.bootstrap}/otlp_proto_spans", out, "--max-records", str(len(records)),
-                            "--compact-seconds", "0", log=log, declarations=DECLARATIONS)
+    proc = stream_cli(f"kafka://{broker.bootstrap}/otlp_proto_spans", out, "--max-records", str(len(records)),
+                      log=log, declarations=DECLARATIONS)
     try:
         finish(proc, log)
     finally:
         if proc.poll() is None:
             proc.kill()
     wait_for(lambda: load_table(out, "readings"), "the stream's readings", timeout=60)
-    assert assert_stream_matches_batch(batch, out, examples=False) == 4 * 5
+    assert assert_stream_matches_batch(batch, out, examples=False) == 4 * 5 + 9
     assert _runs_once(out) == batch_runs and _dead_once(out) == []
