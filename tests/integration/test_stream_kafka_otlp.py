@@ -17,6 +17,7 @@ One broker serves the module.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,16 @@ def _reassess_runs(path: Path, out: Path) -> dict:
                          "--no-progress", "--quiet"]) == 0
     return {r["run_id"]: (r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])
             for r in load_table(out, "runs")}
+
+
+def _finished(proc: Any, log: Path, out: Path) -> None:
+    """The bounded stream job has ended well and its readings are there (a job that hangs is killed)."""
+    try:
+        finish(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_for(lambda: load_table(out, "readings"), "the stream's readings", timeout=60)
 
 
 def _runs_once(out: Path) -> dict:
@@ -90,12 +101,7 @@ def test_otlp_records_from_kafka_read_as_reassess_reads_the_file(broker, tmp_pat
         log = tmp_path / f"stream-{group}.log"
         proc = stream_local_cli(source, out, "--max-records", str(len(records)), "--consumer-group", group,
                                 "--compact-seconds", "0", log=log, declarations=DECLARATIONS)
-        try:
-            finish(proc, log)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        wait_for(lambda: load_table(out, "readings"), "the stream's readings", timeout=60)
+        _finished(proc, log, out)
 
         # the readings: reassess's, call for call, column for column (but where and when)
         assert assert_stream_matches_batch(batch, out, examples=False) == 6 * 5
@@ -146,11 +152,6 @@ def test_otlp_proto_records_from_kafka_read_on_flink_as_reassess_reads_the_spans
     out, log = tmp_path / "stream", tmp_path / "stream.log"
     proc = stream_cli(f"kafka://{broker.bootstrap}/otlp_proto_spans", out, "--max-records", str(len(records)),
                       log=log, declarations=DECLARATIONS)
-    try:
-        finish(proc, log)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    wait_for(lambda: load_table(out, "readings"), "the stream's readings", timeout=60)
+    _finished(proc, log, out)
     assert assert_stream_matches_batch(batch, out, examples=False) == 4 * 5 + 9
     assert _runs_once(out) == batch_runs and _dead_once(out) == []
