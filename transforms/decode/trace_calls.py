@@ -109,31 +109,25 @@ def _id_from(call: _Call) -> str:
 
 def _pair_unkeyed(calls: dict[str, _Call]) -> None:
     """Rule 2: each tool span keyed by its span joins the message call of its tool next in order."""
-    spans: dict[str, list[str]] = {}
-    said: dict[str, list[str]] = {}
+    spans: dict[str, list[tuple[tuple, str]]] = {}  # tool → (when its span began, its call id)
+    said: dict[str, list[tuple[tuple, str]]] = {}  # tool → (when the model asked, the call id)
     for call_id, call in calls.items():
-        name = call.name()
-        if name is None:
-            continue
-        if call.spanned is not None and _id_from(call) == "span":
-            spans.setdefault(name, []).append(call_id)
-        elif call.spanned is None:
-            said.setdefault(name, []).append(call_id)
+        name, spanned = call.name(), call.spanned
+        if name is not None and spanned is None:
+            said.setdefault(name, []).append((call.asked_at(), call_id))
+        elif name is not None and spanned is not None and _id_from(call) == "span":
+            spans.setdefault(name, []).append((_when(spanned), call_id))
     for name, span_ids in spans.items():
-        span_ids.sort(key=lambda c: _when(calls[c].spanned))  # type: ignore[arg-type]
-        message_ids = sorted(said.get(name, ()), key=lambda c: calls[c].asked_at())
-        for span_id, message_id in zip(span_ids, message_ids):
+        for (_, span_id), (_, message_id) in zip(sorted(span_ids), sorted(said.get(name, ()))):
             span, message = calls.pop(span_id), calls[message_id]
             id_from = _id_from(message)
-            message.start, message.end = (_renamed(i, message_id, id_from) for i in (span.start, span.end))
-            message.rest += [_renamed(i, message_id, id_from) for i in span.rest]  # type: ignore[misc]
-            message.said += [_renamed(i, message_id, id_from) for i in span.said]  # type: ignore[misc]
+            message.start = span.start and _renamed(span.start, message_id, id_from)
+            message.end = span.end and _renamed(span.end, message_id, id_from)
+            message.rest += [_renamed(i, message_id, id_from) for i in span.rest]
 
 
-def _renamed(item: Item | None, call_id: str, id_from: str) -> Item | None:
+def _renamed(item: Item, call_id: str, id_from: str) -> Item:
     """A tool span's event under the id of the message call it answered."""
-    if item is None:
-        return None
     f, ev = item
     meta = {**ev.meta, "otel": {**ev.meta["otel"], "callIdFrom": id_from}}
     return f, Event(ev.index, ev.type, {**ev.payload, "toolCallId": call_id}, meta)
