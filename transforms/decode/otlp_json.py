@@ -11,6 +11,8 @@ Role:    `OTLP_JSON` reads the files the OpenTelemetry Collector's `file` export
          becomes the two events a recording holds for a call (`stream.tool_start`,
          `stream.tool_end`), so the join and the readers read it as they read a recorded call;
          any other span or log record is one event the readings do not need.
+         A result written as text blocks is read as their text (`content_blocks`); a trace's
+         calls are made of these events by `trace_calls`.
 Never:   drops a span silently (each is events of its trace's run, or one dead letter), or
          reads `output.mime_type`-style hints as proof of JSON.
 
