@@ -247,7 +247,7 @@ def test_headline_counts_each_call_once(out_dir: Path, text: str) -> None:
     calls = current_readings(out_dir)
     read = sum(r["emptiness"] is not None for r in calls)
     tools = len(per_tool(calls))
-    assert f"  {len(calls)} calls of {tools} tools, {read} read ({len(all_rows)} reading rows" in text
+    assert f"  {len(calls)} calls of {tools} tools, {read} calls read ({len(all_rows)} readings" in text
 
 
 def test_latest_revision_wins(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -538,8 +538,12 @@ class PageFacts(HTMLParser):
 
     @classmethod
     def of(cls, path: Path) -> "PageFacts":
+        return cls.of_text(path.read_text(encoding="utf-8"))
+
+    @classmethod
+    def of_text(cls, page: str) -> "PageFacts":
         facts = cls()
-        facts.feed(path.read_text(encoding="utf-8"))
+        facts.feed(page)
         facts.close()
         return facts
 
@@ -919,3 +923,28 @@ def test_an_output_without_readings_still_gets_its_figures_and_dead_letters(fixt
     facts = PageFacts.of(path)
     assert {c["parts"][1]: c["parts"][0] for c in facts.cards}["dead letters"] == str(len(read_table(out, "dead_letters")))
     assert len(facts.dead_rows) == len(read_table(out, "dead_letters")) + 1
+
+
+def test_each_figure_has_one_name_in_the_summary_its_json_the_report_and_the_page(tmp_path: Path) -> None:
+    """"calls read" is the calls whose value was read, wherever it is shown; the rows are "readings"
+    (docs/output.md, "The figures", states each definition once: schemas/figures.py)."""
+    from helpers import ROOT
+    from footprint_audit.pipelines.output import summarize, summary_figures
+    from footprint_audit.schemas.figures import FIGURES
+
+    out = _examples_output(tmp_path)
+    rows = read_table(out, "readings")
+    readings, read = len(rows), sum(r["emptiness"] is not None for r in rows)
+    assert (readings, read) == (63, 52)
+    figures = summary_figures(str(out))
+    assert (figures["readings"], figures["calls_read"]) == (readings, read)
+    assert f"{readings} readings, {read} calls read" in summarize(str(out), figures)
+    summary = report.collect(report.connect(out, report.check_output_dir(out)), out, with_calls=True)
+    assert f"{readings} calls of {summary.totals['tools']} tools, {read} calls read ({readings} readings)" in \
+        report.render_text(summary)
+    cards = {c["parts"][1]: c for c in PageFacts.of_text(report_html.build_html(summary)).cards}
+    assert cards["calls read"]["parts"][0] == str(read) and cards["calls read"]["title"] == FIGURES["calls read"]
+    assert cards["calls"]["title"].startswith(FIGURES["calls"])
+    contract = " ".join((ROOT / "docs" / "output.md").read_text(encoding="utf-8").split())
+    for name, definition in FIGURES.items():
+        assert f"**{name}**: {definition}" in contract, name

@@ -408,8 +408,8 @@ def headline(s: Summary) -> str:
     return (
         f"Audit of {clean(s.out_dir)}\n"
         f"  {clean(s.build)}\n"
-        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
-        f" ({t['reading_rows']} reading rows{superseded})\n"
+        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} calls read"
+        f" ({t['reading_rows']} readings{superseded})\n"
         f"  {clean(how_to_query(s.out_dir))}"
     )
 

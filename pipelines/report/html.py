@@ -29,6 +29,8 @@ from importlib import resources
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
+from footprint_audit.schemas.figures import FIGURES
+
 from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
@@ -412,11 +414,9 @@ def cards(s: Summary) -> str:
     undeclared = sum(int(x["undeclared_empty"]) for x in s.tools)
     unknown = sum(int(x["emptiness_unknown"]) for x in s.tools)
     items = [
-        (f["calls"], "calls", f"Tool calls, each counted once (its latest revision): {f['calls_from_tool_end']} whose"
-                              f" tool_end was read from a file, {f['calls_without_tool_end']} read from a run's"
-                              " history or never ended."),
-        (t["read_calls"], "calls read", "Calls that ran and whose result reached the model, so the emptiness"
-                                        " reader read them; the others failed, were refused, withheld or never ended."),
+        (f["calls"], "calls", f"{FIGURES['calls']} {f['calls_from_tool_end']} whose tool_end was read from a file,"
+                              f" {f['calls_without_tool_end']} read from a run's history or never ended."),
+        (t["read_calls"], "calls read", FIGURES["calls read"]),
         (undeclared, "undeclared-empty", "Calls read whose result was empty with no declaration saying so:"
                                          " what the audit looks for."),
         (unknown, "unknown", "Calls read whose rows the reader could not count (the tools' tables say why)."),
