@@ -114,6 +114,25 @@ def current_readings(out: Path) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+#: rows_unread → the reason the report gives for an unknown reading.
+UNREAD = {"redacted": "redacted", "no-list": "no list at its rowsAt", "uncounted-ticket": "a ticket with no row count"}
+
+
+def unknown_because(row: dict[str, Any]) -> str:
+    """Why a reading is unknown, from its columns alone (docs/report.md, "unknown because")."""
+    if row["rows_unread"] is not None:
+        return UNREAD.get(row["rows_unread"], row["rows_unread"])
+    if row["value_from"] is None:
+        return "no value recorded"
+    if row["undeclared_shape"]:
+        return "an object, no rowsAt declared"
+    if row["served_kind"] == "text":
+        return "a text, no rows to count"
+    if row["served_kind"] is not None:
+        return "JSON in a text, not parsed"
+    return "not counted inside its coverage ledger" if row["bounded"] else "not a list or an object"
+
+
 def per_tool(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The figures the report should print, recomputed from the readings."""
     tools: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "outcome": Counter(), "emptiness": Counter(),
@@ -125,7 +144,7 @@ def per_tool(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if row["emptiness"] is not None:
             t["emptiness"][row["emptiness"]] += 1
         if row["emptiness"] == "unknown":
-            t["unread"][row["rows_unread"] or "(no reason)"] += 1
+            t["unread"][unknown_because(row)] += 1
         t["door"] += bool(row["door_disagrees"])
     return dict(tools)
 
@@ -948,3 +967,19 @@ def test_each_figure_has_one_name_in_the_summary_its_json_the_report_and_the_pag
     contract = " ".join((ROOT / "docs" / "output.md").read_text(encoding="utf-8").split())
     for name, definition in FIGURES.items():
         assert f"**{name}**: {definition}" in contract, name
+
+
+def test_every_unknown_reading_of_a_trace_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace's empty result is a text with no rows to count, never `(no reason)`."""
+    from helpers import ROOT
+    from footprint_audit.pipelines.reassess import command as reassess
+
+    out = tmp_path / "out"
+    assert reassess.run(["--input", str(ROOT / "tests/data/traces/strands-default"), "--output", str(out),
+                         "--no-progress", "--quiet"]) == 0
+    unknown = [r for r in current_readings(out) if r["emptiness"] == "unknown"]
+    assert "a text, no rows to count" in {unknown_because(r) for r in unknown}
+    code, said, _ = run_report([str(out)], capsys)
+    assert code == 0 and "(no reason)" not in said
+    because = [r["unknown because"] for r in parse_table(said, "Emptiness per tool")]
+    assert any(b.startswith("a text, no rows to count") for b in because), because

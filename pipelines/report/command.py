@@ -213,8 +213,8 @@ def count(con: Any, view: str) -> int:
 def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
     """Query every view the report shows (`with_calls`: also what only the HTML page lists)."""
     reasons: dict[str, list[tuple[str, int]]] = {}
-    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
-        reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
+    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, unknown_because"):
+        reasons.setdefault(row["tool"], []).append((row["unknown_because"], int(row["calls"])))
     spans = fetch(con, "SELECT * FROM time_span")
     summary = Summary(
         out_dir=out,

@@ -562,6 +562,7 @@ DETAIL_FIELDS = (
     ("session", "session_id"), ("iteration", "iteration"), ("duration ms", "duration_ms"), ("status", "status"),
     ("withheld by", "withheld_by"), ("value from", "value_from"), ("rows", "rows"), ("rows source", "rows_source"),
     ("rows at", "rows_at"), ("counted at", "counted_at"), ("rows unread", "rows_unread"),
+    ("unknown because", "unknown_because"),
     ("described facts", "described_facts"),
     ("described series", "described_series"), ("described edges", "described_edges"),
     ("emptiness without door", "emptiness_without_door"), ("value declares absent", "value_declares_absent"),
@@ -604,14 +605,14 @@ def tool_options(s: Summary) -> str:
 
 
 def calls_section(s: Summary) -> str:
-    headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "rows unread",
+    headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "unknown because",
                "door disagrees", "ended at (UTC)", "source file"]
     body = []
     for i, c in enumerate(s.calls):
         ended = c["ended_at"].strftime("%Y-%m-%d %H:%M:%S") if c["ended_at"] else ""
         date = c["ended_at"].strftime("%Y-%m-%d") if c["ended_at"] else ""
         cells = [c["tool"], c["run_id"], c["tool_call_id"], c["occurrence"], c["outcome"], c["emptiness_label"],
-                 c["rows_unread"] or "", "yes" if c["door_disagrees"] else "", ended]
+                 c["unknown_because"] or "", "yes" if c["door_disagrees"] else "", ended]
         tds = "".join(f'<td class="n">{esc(v)}</td>' if k == 3 else f'<td class="id">{esc(v)}</td>' if k in (1, 2)
                       else f'<td class="when">{esc(v)}</td>' if k == 8 else f"<td>{esc(v)}</td>"
                       for k, v in enumerate(cells)) + path_cell(c["source_file"], 28)
