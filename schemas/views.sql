@@ -4,7 +4,9 @@
 --         runs this file in DuckDB and only formats what the views return.
 -- Use:    replace {out} by the output directory (the one holding readings/,
 --         dead_letters/ and runs/), then run the whole file, e.g.
---           sed 's#{out}#/data/out#g' schemas/views.sql | duckdb audit.db
+--           sed 's#{out}#/data/out#g' schemas/views.sql > views.sql
+--           python -c 'import duckdb; duckdb.connect("audit.db").execute(open("views.sql").read())'
+--         (`footprint-audit report DIR --sql` prints it with {out} made DIR).
 --         In BigQuery, replace the three source views (readings_all,
 --         dead_letters_all, runs_all) by your tables, `UNNEST(s.records) AS u(r)`
 --         by `UNNEST(s.records) AS r`, and `date_trunc(grain, t)` in

@@ -983,3 +983,16 @@ def test_every_unknown_reading_of_a_trace_says_why(tmp_path: Path, capsys: pytes
     assert code == 0 and "(no reason)" not in said
     because = [r["unknown because"] for r in parse_table(said, "Emptiness per tool")]
     assert any(b.startswith("a text, no rows to count") for b in because), because
+
+
+def test_the_sql_and_the_way_to_run_it_need_only_what_the_tool_installs(fixture_dir: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sql`'s header keeps its `{out}` placeholder (only the statements name the output), and the report
+    says to run the queries with the duckdb package the `report` extra installs, not a `duckdb` program."""
+    code, sql, _ = run_report([str(fixture_dir), "--sql"], capsys)
+    assert code == 0
+    comments = [line for line in sql.splitlines() if line.lstrip().startswith("--")]
+    assert any("{out}" in line for line in comments) and not any(str(fixture_dir.resolve()) in line for line in comments)
+    assert str(fixture_dir.resolve()) in sql
+    said = report.how_to_query(fixture_dir)
+    assert "| duckdb" not in said and "import duckdb" in said
