@@ -4,7 +4,9 @@
 --         runs this file in DuckDB and only formats what the views return.
 -- Use:    replace {out} by the output directory (the one holding readings/,
 --         dead_letters/ and runs/), then run the whole file, e.g.
---           sed 's#{out}#/data/out#g' schemas/views.sql | duckdb audit.db
+--           sed 's#{out}#/data/out#g' schemas/views.sql > views.sql
+--           python -c 'import duckdb; duckdb.connect("audit.db").execute(open("views.sql").read())'
+--         (`footprint-audit report DIR --sql` prints it with {out} made DIR).
 --         In BigQuery, replace the three source views (readings_all,
 --         dead_letters_all, runs_all) by your tables, `UNNEST(s.records) AS u(r)`
 --         by `UNNEST(s.records) AS r`, and `date_trunc(grain, t)` in
@@ -109,12 +111,24 @@ QUALIFY ROW_NUMBER() OVER (
   ORDER BY revision DESC, emitted_at DESC NULLS LAST, source_file DESC, event_index DESC NULLS LAST
 ) = 1;
 
--- One row per call with the labels the summaries group by.
+-- One row per call with the labels the summaries group by. `unknown_because`: why an
+-- unknown reading's rows could not be counted, from its columns (docs/report.md).
 CREATE OR REPLACE VIEW calls AS
 SELECT
   COALESCE(tool_name, '(no tool name)') AS tool,
   emptiness IS NOT NULL AS was_read,
   COALESCE(emptiness, 'not read') AS emptiness_label,
+  CASE WHEN emptiness = 'unknown' THEN CASE
+    WHEN rows_unread = 'no-list' THEN 'no list at its rowsAt'
+    WHEN rows_unread = 'uncounted-ticket' THEN 'a ticket with no row count'
+    WHEN rows_unread IS NOT NULL THEN rows_unread  -- redacted
+    WHEN value_from IS NULL THEN 'no value recorded'
+    WHEN undeclared_shape THEN 'an object, no rowsAt declared'
+    WHEN served_kind = 'text' THEN 'a text, no rows to count'
+    WHEN served_kind IS NOT NULL THEN 'JSON in a text, not parsed'
+    WHEN bounded THEN 'not counted inside its coverage ledger'
+    ELSE 'not a list or an object'
+  END END AS unknown_because,
   *
 FROM readings_current;
 
@@ -202,10 +216,10 @@ FROM tool_shares;
 
 -- Why the unknown readings could not be counted, per tool.
 CREATE OR REPLACE VIEW unknown_reasons AS
-SELECT tool, COALESCE(rows_unread, '(no reason)') AS rows_unread, COUNT(*) AS calls
+SELECT tool, unknown_because, COUNT(*) AS calls
 FROM calls
 WHERE emptiness = 'unknown'
-GROUP BY tool, COALESCE(rows_unread, '(no reason)');
+GROUP BY tool, unknown_because;
 
 -- Calls where the door and the bytes disagree, worst tools first.
 CREATE OR REPLACE VIEW door_disagreements AS

@@ -83,7 +83,7 @@ def test_summary_json_holds_the_summary_figures(tmp_path, inp):
     assert res.returncode == 0, res.stderr
     figures = json.loads(summary.read_text())
     runs, dead = load_table(tmp_path / "out", "runs"), load_table(tmp_path / "out", "dead_letters")
-    assert figures["runs"] == 1 and figures["calls_read"] == len(load_table(tmp_path / "out", "readings")) == 2
+    assert figures["runs"] == 1 and figures["readings"] == len(load_table(tmp_path / "out", "readings")) == 2
     assert figures["dead_letters"] == len(dead) == 1 and figures["dead_letters_by_reason"] == {"not-json": 1}
     assert figures["events"] == sum(r["events"] for r in runs) + 1 == 5
     assert figures["dead_letter_rate"] == pytest.approx(1 / 5)

@@ -74,3 +74,12 @@ def test_the_reports_views_load_into_a_database_as_docs_report_says(folder, monk
     duckdb.connect("audit.db").execute(open("views.sql").read()).close()
     ranked = duckdb.connect("audit.db").sql("SELECT tool, worst_rank FROM tool_summary ORDER BY worst_rank").fetchall()
     assert len(ranked) > 3 and [r[1] for r in ranked] == list(range(1, len(ranked) + 1))
+
+
+def test_the_runs_per_day_query_counts_each_run_once(folder, monkeypatch):
+    """`runs` has a row per run and file: the query's runs are distinct run ids (22 in the examples, in 23 rows)."""
+    monkeypatch.chdir(folder)
+    statement = next(s for _, lang, body in BLOCKS if lang == "sql" for s in body.split(";") if " AS runs" in s)
+    per_day = duckdb.sql(statement.strip()).fetchall()
+    runs = duckdb.sql("SELECT count(DISTINCT run_id), count(*) FROM read_parquet('out/runs/**/*.parquet')").fetchall()[0]
+    assert runs == (22, 23) and sum(row[1] for row in per_day) == 22

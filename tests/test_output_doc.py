@@ -83,3 +83,24 @@ def test_the_documented_join_keys_find_every_runs_row(tmp_path):
     for row, at in timed:
         lo, hi = span[(row["run_id"], row["source_file"])]
         assert at is None or lo <= at <= hi, row
+
+
+def test_querying_md_gives_the_schema_version_and_every_readings_column_at_a_glance():
+    """docs/querying.md's short view of the tables names the version and the columns schemas/tables.py has now."""
+    from footprint_audit.schemas.tables import SCHEMA_VERSION
+
+    glance = (ROOT / "docs" / "querying.md").read_text(encoding="utf-8")
+    assert re.findall(r"schema version (\d+), `schemas/tables\.py`", glance) == [SCHEMA_VERSION]
+    assert re.findall(r"the version, now (\d+)", DOC) == [SCHEMA_VERSION]
+    rows = re.search(r"\*\*`readings`\*\*.*?\n\| columns \| what they say \|\n\|---\|---\|\n((?:\|.*\n)+)", glance, re.S)
+    assert rows is not None
+    named = set()
+    for cell in re.findall(r"^\| ([^|]+) \|", rows.group(1), re.M):
+        for name in re.findall(r"`([a-z_0-9*/]+)`", cell):
+            head, *more = name.split("/")
+            stem = head.rsplit("_", 1)[0] + "_"
+            names = [head] + [stem + m for m in more]
+            named |= {c for n in names for c in TABLES["readings"].names
+                      if c == n or (n.endswith("*") and c.startswith(n[:-1]))}
+            assert all(n.endswith("*") or n in TABLES["readings"].names for n in names), name
+    assert [c for c in TABLES["readings"].names if c not in named] == []

@@ -23,5 +23,5 @@ def test_the_launchers_lines_count_the_job(monkeypatch, capsys, total, shown):
     monkeypatch.delenv(WORKER_ENV, raising=False)
     Progress(total, every=0.0).add(files=2, events=7, nbytes=100)
     assert capsys.readouterr().err == f"footprint-audit: {shown}, 7 events, 0.0 MB\n"
-    Ticker.say("12 calls read so far")
-    assert capsys.readouterr().err == "footprint-audit: 12 calls read so far\n"
+    Ticker.say("12 readings so far")
+    assert capsys.readouterr().err == "footprint-audit: 12 readings so far\n"

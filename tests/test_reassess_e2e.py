@@ -144,7 +144,7 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_the_cli_prints_a_summary(tmp_path):
     res = cli("reassess", "--input", GLOB, "--output", str(tmp_path / "o"), "--declarations", DECL)
     assert res.returncode == 0, res.stderr
-    assert "63 calls read" in res.stdout
+    assert "63 readings, 52 calls read" in res.stdout
     assert "dead letters by reason" in res.stdout
     assert "input files" in res.stderr
 

@@ -491,7 +491,7 @@ def test_many_dead_letters_from_a_small_gzip_are_every_one_a_row_written_from_so
         assert load_table(outs["runs"], table) == load_table(outs["whole"], table)
     figures = json.loads((tmp_path / "runs.json").read_text())
     assert figures == json.loads((tmp_path / "whole.json").read_text()) | {"output": figures["output"]}
-    assert (figures["dead_letters"], figures["events"], figures["calls_read"]) == (n, n + 2, 1)
+    assert (figures["dead_letters"], figures["events"], figures["readings"]) == (n, n + 2, 1)
     assert figures["dead_letters_by_reason"] == {"not-json": n}
 
 

@@ -114,6 +114,25 @@ def current_readings(out: Path) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+#: rows_unread → the reason the report gives for an unknown reading.
+UNREAD = {"redacted": "redacted", "no-list": "no list at its rowsAt", "uncounted-ticket": "a ticket with no row count"}
+
+
+def unknown_because(row: dict[str, Any]) -> str:
+    """Why a reading is unknown, from its columns alone (docs/report.md, "unknown because")."""
+    if row["rows_unread"] is not None:
+        return UNREAD.get(row["rows_unread"], row["rows_unread"])
+    if row["value_from"] is None:
+        return "no value recorded"
+    if row["undeclared_shape"]:
+        return "an object, no rowsAt declared"
+    if row["served_kind"] == "text":
+        return "a text, no rows to count"
+    if row["served_kind"] is not None:
+        return "JSON in a text, not parsed"
+    return "not counted inside its coverage ledger" if row["bounded"] else "not a list or an object"
+
+
 def per_tool(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The figures the report should print, recomputed from the readings."""
     tools: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "outcome": Counter(), "emptiness": Counter(),
@@ -125,7 +144,7 @@ def per_tool(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if row["emptiness"] is not None:
             t["emptiness"][row["emptiness"]] += 1
         if row["emptiness"] == "unknown":
-            t["unread"][row["rows_unread"] or "(no reason)"] += 1
+            t["unread"][unknown_because(row)] += 1
         t["door"] += bool(row["door_disagrees"])
     return dict(tools)
 
@@ -247,7 +266,7 @@ def test_headline_counts_each_call_once(out_dir: Path, text: str) -> None:
     calls = current_readings(out_dir)
     read = sum(r["emptiness"] is not None for r in calls)
     tools = len(per_tool(calls))
-    assert f"  {len(calls)} calls of {tools} tools, {read} read ({len(all_rows)} reading rows" in text
+    assert f"  {len(calls)} calls of {tools} tools, {read} calls read ({len(all_rows)} readings" in text
 
 
 def test_latest_revision_wins(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -538,8 +557,12 @@ class PageFacts(HTMLParser):
 
     @classmethod
     def of(cls, path: Path) -> "PageFacts":
+        return cls.of_text(path.read_text(encoding="utf-8"))
+
+    @classmethod
+    def of_text(cls, page: str) -> "PageFacts":
         facts = cls()
-        facts.feed(path.read_text(encoding="utf-8"))
+        facts.feed(page)
         facts.close()
         return facts
 
@@ -919,3 +942,57 @@ def test_an_output_without_readings_still_gets_its_figures_and_dead_letters(fixt
     facts = PageFacts.of(path)
     assert {c["parts"][1]: c["parts"][0] for c in facts.cards}["dead letters"] == str(len(read_table(out, "dead_letters")))
     assert len(facts.dead_rows) == len(read_table(out, "dead_letters")) + 1
+
+
+def test_each_figure_has_one_name_in_the_summary_its_json_the_report_and_the_page(tmp_path: Path) -> None:
+    """"calls read" is the calls whose value was read, wherever it is shown; the rows are "readings"
+    (docs/output.md, "The figures", states each definition once: schemas/figures.py)."""
+    from helpers import ROOT
+    from footprint_audit.pipelines.output import summarize, summary_figures
+    from footprint_audit.schemas.figures import FIGURES
+
+    out = _examples_output(tmp_path)
+    rows = read_table(out, "readings")
+    readings, read = len(rows), sum(r["emptiness"] is not None for r in rows)
+    assert (readings, read) == (63, 52)
+    figures = summary_figures(str(out))
+    assert (figures["readings"], figures["calls_read"]) == (readings, read)
+    assert f"{readings} readings, {read} calls read" in summarize(str(out), figures)
+    summary = report.collect(report.connect(out, report.check_output_dir(out)), out, with_calls=True)
+    assert f"{readings} calls of {summary.totals['tools']} tools, {read} calls read ({readings} readings)" in \
+        report.render_text(summary)
+    cards = {c["parts"][1]: c for c in PageFacts.of_text(report_html.build_html(summary)).cards}
+    assert cards["calls read"]["parts"][0] == str(read) and cards["calls read"]["title"] == FIGURES["calls read"]
+    assert cards["calls"]["title"].startswith(FIGURES["calls"])
+    contract = " ".join((ROOT / "docs" / "output.md").read_text(encoding="utf-8").split())
+    for name, definition in FIGURES.items():
+        assert f"**{name}**: {definition}" in contract, name
+
+
+def test_every_unknown_reading_of_a_trace_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace's empty result is a text with no rows to count, never `(no reason)`."""
+    from helpers import ROOT
+    from footprint_audit.pipelines.reassess import command as reassess
+
+    out = tmp_path / "out"
+    assert reassess.run(["--input", str(ROOT / "tests/data/traces/strands-default"), "--output", str(out),
+                         "--no-progress", "--quiet"]) == 0
+    unknown = [r for r in current_readings(out) if r["emptiness"] == "unknown"]
+    assert "a text, no rows to count" in {unknown_because(r) for r in unknown}
+    code, said, _ = run_report([str(out)], capsys)
+    assert code == 0 and "(no reason)" not in said
+    because = [r["unknown because"] for r in parse_table(said, "Emptiness per tool")]
+    assert any(b.startswith("a text, no rows to count") for b in because), because
+
+
+def test_the_sql_and_the_way_to_run_it_need_only_what_the_tool_installs(fixture_dir: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sql`'s header keeps its `{out}` placeholder (only the statements name the output), and the report
+    says to run the queries with the duckdb package the `report` extra installs, not a `duckdb` program."""
+    code, sql, _ = run_report([str(fixture_dir), "--sql"], capsys)
+    assert code == 0
+    comments = [line for line in sql.splitlines() if line.lstrip().startswith("--")]
+    assert any("{out}" in line for line in comments) and not any(str(fixture_dir.resolve()) in line for line in comments)
+    assert str(fixture_dir.resolve()) in sql
+    said = report.how_to_query(fixture_dir)
+    assert "| duckdb" not in said and "import duckdb" in said

@@ -347,7 +347,7 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     calls = {(r["run_id"], r["tool_call_id"], r["occurrence"]) for r in readings}
     events = sum(r["events"] for r in runs)
     said = capsys.readouterr().out
-    assert f"done; tables under {streamed}: {len(calls)} calls read ({len(readings)} readings" in said
+    assert f"done; tables under {streamed}: {len(calls)} calls ({len(readings)} readings" in said
     assert f", {events} events in runs; dead letters: bad-field" in said
 
 

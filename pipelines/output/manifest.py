@@ -149,7 +149,7 @@ def build_note(out: str) -> str:
     elif len(versions) == 1:
         parts = [f"reader version {next(iter(versions))}"]
     else:
-        parts = ["reader versions " + ", ".join(f"{v} ({n} reading rows)" for v, n in sorted(versions.items()))]
+        parts = ["reader versions " + ", ".join(f"{v} ({n} readings)" for v, n in sorted(versions.items()))]
     if rows:
         increments = sorted({r["increment"] for r in rows})
         parts.append("built in one run" if increments == [1] else

@@ -210,7 +210,8 @@ def _line(title: str, counts: dict) -> str:
 
 
 def summary_figures(out: str, shown_as: str | None = None) -> dict:
-    """The figures of a finished output directory: runs, events, calls read, readings and dead letters by kind.
+    """The figures of a finished output directory: runs, events, readings, calls read (named and defined in
+    `schemas/figures.py`), readings by emptiness, calls by outcome and dead letters by reason.
 
     `shown_as`: the folder the `output` figures name (the output, for tables read in its staging folder).
 
@@ -226,7 +227,8 @@ def summary_figures(out: str, shown_as: str | None = None) -> dict:
     return {
         "runs": len(set(runs.column("run_id").to_pylist())),
         "events_in_runs": events_in_runs,
-        "calls_read": readings.num_rows,
+        "readings": readings.num_rows,
+        "calls_read": readings.num_rows - readings.column("emptiness").null_count,
         "readings_by_emptiness": _ranked(_counts(readings.column("emptiness"), "(not read)")),
         "calls_by_outcome": _ranked(_counts(readings.column("outcome"))),
         "door_disagrees": _counts(readings.column("door_disagrees")).get(True, 0),
@@ -247,7 +249,8 @@ def summarize(out: str, figures: dict | None = None) -> str:
     f = summary_figures(out) if figures is None else figures
     disagrees = {"true": f["door_disagrees"]} if f["door_disagrees"] else {}
     lines = [
-        f"footprint-audit: {f['runs']} runs, {f['events_in_runs']} events in runs, {f['calls_read']} calls read",
+        f"footprint-audit: {f['runs']} runs, {f['events_in_runs']} events in runs, {f['readings']} readings,"
+        f" {f['calls_read']} calls read",
         _line("readings by emptiness", f["readings_by_emptiness"]),
         _line("calls by outcome", f["calls_by_outcome"]),
         _line("door disagrees with the bytes", disagrees),

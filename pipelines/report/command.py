@@ -21,7 +21,7 @@ Emits: text on stdout, the HTML file when asked; one sentence on stderr and
 Run:
     footprint-audit report out/
     footprint-audit report out/ --html audit.html
-    footprint-audit report out/ --sql | duckdb audit.db   # the views, to run the queries the report names
+    footprint-audit report out/ --sql > views.sql   # the views, to run the queries the report names (how_to_query)
 """
 
 from __future__ import annotations
@@ -104,9 +104,12 @@ def import_duckdb() -> Any:
     return duckdb
 
 
-def views_sql() -> str:
-    """The text of schemas/views.sql."""
-    return resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
+def views_sql(out: Path | None = None) -> str:
+    """The text of schemas/views.sql; with `out`, its statements' `{out}` made that folder (comments kept)."""
+    text = resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
+    if out is None:
+        return text
+    return re.sub(r"^(?!\s*--).*$", lambda line: line.group().replace("{out}", _sql_path(out)), text, flags=re.M)
 
 
 def split_statements(sql: str) -> list[str]:
@@ -134,7 +137,7 @@ def connect(out: Path, tables: dict[str, list[Path]], scratch: str | None = None
         con = duckdb.connect(os.path.join(scratch, "views.duckdb"),
                              config={"memory_limit": MEMORY_LIMIT, "temp_directory": scratch})
     con.execute("SET TimeZone = 'UTC'")
-    for statement in split_statements(views_sql()):
+    for statement in split_statements(views_sql(out)):
         head = re.search(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", statement)
         assert head is not None, "every statement of the bundled views.sql creates a view or a macro"
         name, body = head.group(1), statement[head.end():].removeprefix(" AS ")
@@ -147,7 +150,7 @@ def connect(out: Path, tables: dict[str, list[Path]], scratch: str | None = None
         elif name in MATERIALIZED:  # read once for every summary, not once per query
             statement = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TABLE", statement, count=1)
         try:
-            con.execute(statement.replace("{out}", _sql_path(out)))
+            con.execute(statement)
         except duckdb.Error as err:
             raise ReportError(f"Could not read the Parquet files under {out} (view {name}): {_first_line(err)}") from None
     return con
@@ -213,8 +216,8 @@ def count(con: Any, view: str) -> int:
 def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
     """Query every view the report shows (`with_calls`: also what only the HTML page lists)."""
     reasons: dict[str, list[tuple[str, int]]] = {}
-    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, rows_unread"):
-        reasons.setdefault(row["tool"], []).append((row["rows_unread"], int(row["calls"])))
+    for row in fetch(con, "SELECT * FROM unknown_reasons ORDER BY tool, calls DESC, unknown_because"):
+        reasons.setdefault(row["tool"], []).append((row["unknown_because"], int(row["calls"])))
     spans = fetch(con, "SELECT * FROM time_span")
     summary = Summary(
         out_dir=out,
@@ -408,8 +411,8 @@ def headline(s: Summary) -> str:
     return (
         f"Audit of {clean(s.out_dir)}\n"
         f"  {clean(s.build)}\n"
-        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} read"
-        f" ({t['reading_rows']} reading rows{superseded})\n"
+        f"  {t['calls']} calls of {t['tools']} tools, {t['read_calls']} calls read"
+        f" ({t['reading_rows']} readings{superseded})\n"
         f"  {clean(how_to_query(s.out_dir))}"
     )
 
@@ -436,7 +439,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.add_argument("--sql", action="store_true",
-                        help="print the report's views over DIR as SQL (for `| duckdb audit.db`) and nothing else")
+                        help="print the report's views over DIR as SQL (for DuckDB: see docs/report.md) and nothing else")
     return parser.parse_args(argv)
 
 
@@ -457,7 +460,7 @@ def run(argv: list[str] | None = None) -> int:
         tables = check_output_dir(args.dir)
         if args.sql:
             # UTC, as the report buckets and dates its calls
-            sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql().replace("{out}", _sql_path(args.dir)))
+            sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql(args.dir))
             return 0
         with tempfile.TemporaryDirectory(prefix="footprint-audit-report-") as scratch:
             con = connect(args.dir, tables, scratch)

@@ -29,6 +29,8 @@ from importlib import resources
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
+from footprint_audit.schemas.figures import FIGURES
+
 from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
@@ -412,11 +414,9 @@ def cards(s: Summary) -> str:
     undeclared = sum(int(x["undeclared_empty"]) for x in s.tools)
     unknown = sum(int(x["emptiness_unknown"]) for x in s.tools)
     items = [
-        (f["calls"], "calls", f"Tool calls, each counted once (its latest revision): {f['calls_from_tool_end']} whose"
-                              f" tool_end was read from a file, {f['calls_without_tool_end']} read from a run's"
-                              " history or never ended."),
-        (t["read_calls"], "calls read", "Calls that ran and whose result reached the model, so the emptiness"
-                                        " reader read them; the others failed, were refused, withheld or never ended."),
+        (f["calls"], "calls", f"{FIGURES['calls']} {f['calls_from_tool_end']} whose tool_end was read from a file,"
+                              f" {f['calls_without_tool_end']} read from a run's history or never ended."),
+        (t["read_calls"], "calls read", FIGURES["calls read"]),
         (undeclared, "undeclared-empty", "Calls read whose result was empty with no declaration saying so:"
                                          " what the audit looks for."),
         (unknown, "unknown", "Calls read whose rows the reader could not count (the tools' tables say why)."),
@@ -562,6 +562,7 @@ DETAIL_FIELDS = (
     ("session", "session_id"), ("iteration", "iteration"), ("duration ms", "duration_ms"), ("status", "status"),
     ("withheld by", "withheld_by"), ("value from", "value_from"), ("rows", "rows"), ("rows source", "rows_source"),
     ("rows at", "rows_at"), ("counted at", "counted_at"), ("rows unread", "rows_unread"),
+    ("unknown because", "unknown_because"),
     ("described facts", "described_facts"),
     ("described series", "described_series"), ("described edges", "described_edges"),
     ("emptiness without door", "emptiness_without_door"), ("value declares absent", "value_declares_absent"),
@@ -604,14 +605,14 @@ def tool_options(s: Summary) -> str:
 
 
 def calls_section(s: Summary) -> str:
-    headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "rows unread",
+    headers = ["", "tool", "run_id", "tool_call_id", "occ.", "outcome", "emptiness", "unknown because",
                "door disagrees", "ended at (UTC)", "source file"]
     body = []
     for i, c in enumerate(s.calls):
         ended = c["ended_at"].strftime("%Y-%m-%d %H:%M:%S") if c["ended_at"] else ""
         date = c["ended_at"].strftime("%Y-%m-%d") if c["ended_at"] else ""
         cells = [c["tool"], c["run_id"], c["tool_call_id"], c["occurrence"], c["outcome"], c["emptiness_label"],
-                 c["rows_unread"] or "", "yes" if c["door_disagrees"] else "", ended]
+                 c["unknown_because"] or "", "yes" if c["door_disagrees"] else "", ended]
         tds = "".join(f'<td class="n">{esc(v)}</td>' if k == 3 else f'<td class="id">{esc(v)}</td>' if k in (1, 2)
                       else f'<td class="when">{esc(v)}</td>' if k == 8 else f"<td>{esc(v)}</td>"
                       for k, v in enumerate(cells)) + path_cell(c["source_file"], 28)

@@ -48,7 +48,9 @@ ALL_QUERIES = {
 def how_to_query(out_dir: Path) -> str:
     """Where the queries the report names run: DuckDB on the views over `out_dir`."""
     return (f"Queries named below run on the views over this output: `footprint-audit report {quote(str(out_dir))} --sql"
-            " | duckdb audit.db`, then `duckdb audit.db \"SELECT ...\"`.")
+            " > views.sql`, then with the duckdb package the report extra installs: `python -c 'import duckdb;"
+            " con = duckdb.connect(\"audit.db\"); con.execute(open(\"views.sql\").read());"
+            " print(con.sql(\"SELECT ...\"))'`.")
 
 
 @dataclass

@@ -36,7 +36,7 @@ def _once(keys: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def stream_summary(out: str) -> str | None:
-    """E.g. `57 calls read (60 readings with corrections and copies), 371 events in runs;
+    """E.g. `57 calls (60 readings with corrections and copies), 371 events in runs;
     dead letters: bad-field 7, late 1`; None for an output that is not a local folder."""
     root = Path(out)
     if "://" in out or not root.is_dir():
@@ -49,5 +49,5 @@ def stream_summary(out: str) -> str | None:
     letters = _rows(root, "dead_letters", ["source_file", "run_id", "reason", "event_index"])
     reasons = Counter(k[2] for k in _once((d["source_file"], d["run_id"], d["reason"], d["event_index"]) for d in letters))
     dead = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common()) or "none"
-    return (f"{len(calls)} calls read ({len(readings)} readings with corrections and copies), "
+    return (f"{len(calls)} calls ({len(readings)} readings with corrections and copies), "
             f"{events} events in runs; dead letters: {dead}")

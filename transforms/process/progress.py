@@ -1,4 +1,4 @@
-"""Progress lines on stderr while a batch job reads: files, events and bytes so far, calls read.
+"""Progress lines on stderr while a batch job reads: files, events and bytes so far, readings.
 
 Pattern: two small classes, no Beam.
 Role:    the reading steps (`ReadInputFiles`, `ApplyReaders`) print a line at most every few

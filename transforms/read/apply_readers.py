@@ -47,7 +47,7 @@ class _ApplyReadersFn(beam.DoFn):
         group = (calls,) if isinstance(calls, Call) else calls
         self._n += len(group)
         if self._ticker.due():
-            self._ticker.say(f"{self._n:,} calls read so far")
+            self._ticker.say(f"{self._n:,} readings so far")
         d = self.declarations
         rows_at_for, version, sha, limit = d.rows_at_for, self.reader_version, d.sha256, d.trace_value_limit
         return (ReadingRows([reading_values(call, rows_at_for, version, sha, limit) for call in group]),)
