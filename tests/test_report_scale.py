@@ -63,7 +63,7 @@ def test_the_terminal_report_cuts_its_long_lists_and_names_the_query_for_all(big
     assert {q for _, q in cuts} >= {report.ALL_QUERIES["door_disagreements"], report.ALL_QUERIES["dead_letter_files"]}
     for more, query in cuts:
         assert count_of(out, query) == int(more.replace(",", "")) + report.MAX_LISTED, query
-    assert f"report {out} --sql | duckdb audit.db" in text
+    assert f"report {out} --sql > views.sql" in text
 
 
 def test_report_sql_prints_the_views_the_queries_run_on(big: dict[str, Any],
@@ -72,7 +72,7 @@ def test_report_sql_prints_the_views_the_queries_run_on(big: dict[str, Any],
     assert report.run([str(big["out"]), "--sql"]) == 0
     sql = capsys.readouterr().out
     con = duckdb.connect()
-    con.execute(sql)  # what `| duckdb audit.db` does
+    con.execute(sql)  # what the report's `python -c 'import duckdb; …'` does
     assert con.execute("SELECT SUM(calls) FROM tool_summary").fetchone()[0] == CALLS
 
 
