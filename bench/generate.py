@@ -24,11 +24,16 @@ the readers' upstream records them:
 
 Two layouts: `recordings` (one run per file mostly: envelope v1, recording with
 snapshot, events array; some gzip / zstd, some pretty-printed) and `stream`
-(JSON Lines files of many interleaved runs, some SSE captures). Same seed and
-size, same bytes.
+(JSON Lines files of many interleaved runs, some SSE captures). Same seed, size
+and start, same bytes; the bad files differ from one seed or start to another
+(two days' folders hold no byte-identical files). `--start` sets when the first
+run starts (a UTC date or time; each file's runs start a second to a minute after
+the last file's: 100 MB of recordings spans about 8 hours, of streams about 20
+minutes), for another day's data:
 
     python -m bench.generate --layout recordings --size 100MB --out bench/data/rec-100mb
     python -m bench.generate --layout stream --size 50MB --out bench/data/stream-50mb
+    python -m bench.generate --size 20MB --seed 8 --start 2026-12-02 --out bench/data/day-2
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import gzip
 import os
 import random
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +75,8 @@ _PREFIX = "agentfootprint."
 BAD_SHARE = 0.05
 #: Share of calls with a large result (10 KB .. 1 MB).
 BIG_SHARE = 0.002
+#: When the first run starts by default (ms since the epoch: 2026-09-21 14:13:20 UTC).
+START_MS = 1_790_000_000_000
 
 
 def parse_size(text: str) -> int:
@@ -76,6 +84,15 @@ def parse_size(text: str) -> int:
     t = text.strip().upper().removesuffix("B")
     mult = {"K": 10**3, "M": 10**6, "G": 10**9}.get(t[-1:], 1)
     return int(float(t[:-1] if mult > 1 else t) * mult)
+
+
+def parse_start(text: str) -> int:
+    """`2026-12-01`, `2026-12-01T08:30`, `2026-12-01T08:30:00+01:00` → ms since the epoch (UTC unless said)."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date or time (2026-12-01, 2026-12-01T08:30)") from None
+    return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000)
 
 
 def big_value(size: int, seed: int = 1) -> dict:
@@ -299,14 +316,15 @@ def _document_bytes(kind: str, run_id: str, session: str, evs: list, snap: dict 
 
 
 def generate(out: str | os.PathLike, size: int, seed: int = 7, layout: str = "recordings",
-             big: bool = True, bad_files: bool = True) -> GenStats:
-    """Write files under `out` until about `size` bytes are written; returns what was written."""
+             big: bool = True, bad_files: bool = True, start_ms: int = START_MS) -> GenStats:
+    """Write files under `out` until about `size` bytes are written, the first run `start_ms` (ms
+    since the epoch) or a little later; returns what was written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     maker = _RunMaker(seed, big=big)
     r = maker.r
     st = GenStats()
-    t0 = 1_790_000_000_000
+    t0 = start_ms
     zstd = zstandard.ZstdCompressor(level=3)
 
     def write(name: str, data: bytes, fmt: str) -> None:
@@ -318,8 +336,9 @@ def generate(out: str | os.PathLike, size: int, seed: int = 7, layout: str = "re
         st.formats[fmt] = st.formats.get(fmt, 0) + 1
 
     if bad_files:
-        write("bad-not-json.json", b'{"format": "agentfootprint.recording.v1", "run": ', "bad")
-        write("bad-unknown.json", b'{"hello": "world"}', "bad")
+        # Of this seed and start: two folders generated for two days hold no files of the same bytes.
+        write("bad-not-json.json", b'{"format": "agentfootprint.recording.v1", "run": {"runId": "run-%d-s%d", ' % (t0, seed), "bad")
+        write("bad-unknown.json", b'{"hello": "world", "seed": %d, "start": %d}' % (seed, t0), "bad")
 
     while st.bytes < size:
         t0 += r.randint(1000, 60_000)
@@ -389,9 +408,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--layout", choices=["recordings", "stream"], default="recordings")
     ap.add_argument("--no-big", action="store_true", help="no large (10 KB .. 1 MB) result values")
+    ap.add_argument("--start", type=parse_start, default=START_MS, metavar="DATE_OR_TIME",
+                    help="when the first run starts, UTC unless said: 2026-12-01 or 2026-12-01T08:30 "
+                         "(default 2026-09-21T14:13:20); each file's runs start 1-60 s after the last file's")
     args = ap.parse_args(argv)
     t = time.perf_counter()
-    st = generate(args.out, parse_size(args.size), args.seed, args.layout, big=not args.no_big)
+    st = generate(args.out, parse_size(args.size), args.seed, args.layout, big=not args.no_big, start_ms=args.start)
     write_declarations(Path(str(args.out).rstrip("/") + ".declarations.json"))
     print(f"{args.out}: {st.line()} in {time.perf_counter() - t:.1f}s")
     return 0

@@ -66,6 +66,21 @@ def test_generator_is_seeded_and_sized(tmp_path):
     assert 0.01 < a.bad / a.events < 0.1
 
 
+def test_another_day_starts_when_asked_and_shares_no_file_with_the_first(tmp_path):
+    import hashlib
+    from datetime import datetime, timezone
+
+    from bench.generate import main
+
+    for name, seed, start in (("day-1", 3, []), ("day-2", 4, ["--start", "2026-12-02"]), ("day-3", 3, ["--start", "2026-12-03T06:00"])):
+        assert main(["--out", str(tmp_path / name), "--size", "30KB", "--seed", str(seed), "--no-big", *start]) == 0
+    first = min(p for p in (tmp_path / "day-2").rglob("run-*.json*"))
+    t0 = int(first.name.split("-")[1])
+    assert datetime.fromtimestamp(t0 / 1000, timezone.utc).date().isoformat() == "2026-12-02"
+    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*.json*") if p.parent.name != tmp_path.name]
+    assert len(digests) == len(set(digests))  # not even the bad files: no day's file is another's copy
+
+
 def test_parse_size():
     assert parse_size("1MB") == 1_000_000 and parse_size("2GB") == 2_000_000_000 and parse_size("512k") == 512_000
 

@@ -133,7 +133,7 @@ def test_a_pretty_document_cut_short_spoils_itself_only(traced, tmp_path):
     cut = b"".join(second.splitlines(keepends=True)[:10])  # a write cut short, then the next document
     letters, calls = _letters(tmp_path, first + cut + third + b"{oops\n")
     assert calls == sorted(f"r{run}-{kind}" for run in (0, 2) for kind in ("empty", "rows", "boom", "none", "oi"))
-    at, oops = first.count(b"\n"), (first + cut + third).count(b"\n")
+    at, oops = first.count(b"\n") + 1, (first + cut + third).count(b"\n") + 1  # lines numbered from 1
     assert [(reason, detail.split(" is not JSON")[0]) for _i, reason, detail in letters] == [
         (REASON_NOT_JSON, f"Lines {at} to {at + 9}"),  # ended by the next document's `{` at column 0
         (REASON_NOT_JSON, f"Line {oops}"),

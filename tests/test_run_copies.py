@@ -14,6 +14,7 @@ import json
 import shutil
 
 from helpers import EXAMPLES, assert_accounted, load_table, reassess_cli
+from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.transforms.join.run_copies import RECORDING, STREAM, copies_to_drop
 
 RECORDING_FILE = EXAMPLES / "recordings" / "real" / "agentfootprint__demo-turn.json"
@@ -55,6 +56,30 @@ def test_a_recording_copied_into_a_second_file_is_read_once(tmp_path):
     assert (copy["events"], copy["events_used"], copy["events_not_needed"], copy["dead_letters"], copy["tool_calls"]) == (
         kept["events"], 0, kept["events"], 0, 0)
     assert_accounted(tmp_path / "out-twice", [str(twice / "a.json"), str(twice / "copy-of-a.json")])
+
+
+def test_files_of_the_same_bytes_are_left_out_in_the_one_pass_of_the_job(tmp_path, monkeypatch):
+    """Two copied files (a retried upload) cost their own bytes, not a second pass of the whole job."""
+    passes = []
+    build = reassess.build_pipeline
+    monkeypatch.setattr(reassess, "build_pipeline", lambda *a, **kw: (passes.append(kw["duplicates"]), build(*a, **kw))[1])
+    examples, copies = tmp_path / "examples", tmp_path / "the-copies"  # the first by name is read
+    shutil.copytree(EXAMPLES / "recordings", examples)
+    copies.mkdir()
+    for original in (examples / "real" / RECORDING_FILE.name, examples / "bad" / "mixed-lines.jsonl"):
+        shutil.copy(original, copies / f"copy-of-{original.name}")
+    tables = {}
+    for name, inputs in (("alone", [examples]), ("copies", [examples, copies])):
+        args = [a for i in inputs for a in ("--input", str(i))]
+        out = tmp_path / f"out-{name}"
+        assert reassess.run([*args, "--output", str(out), "--declarations", str(EXAMPLES / "declarations.json"),
+                             "--workers", "1", "--no-progress", "--quiet"]) == 0
+        tables[name] = {t: sorted(map(repr, load_table(out, t))) for t in ("readings", "dead_letters", "runs")}
+    assert len(passes) == 2 and sorted(passes[1]) == sorted(str(p) for p in copies.iterdir())  # one pass each
+    letters = [r for r in load_table(tmp_path / "out-copies", "dead_letters") if r["source_file"].startswith(str(copies))]
+    assert sorted(r["reason"] for r in letters) == ["duplicate-file"] * 2
+    tables["copies"]["dead_letters"] = sorted(set(tables["copies"]["dead_letters"]) - set(map(repr, letters)))
+    assert tables["copies"] == tables["alone"]
 
 
 def test_an_export_taken_twice_reads_the_fuller_one(tmp_path):

@@ -567,7 +567,7 @@ def test_line_dead_letters(line, reason, run_id, words):
     assert [type(i).__name__ for i in items] == ["Event", "DeadLetter", "Event"]
     letter = items[1]
     assert (letter.reason, letter.event_index, letter.run_id, letter.raw) == (reason, 1, run_id, line)
-    assert words in letter.detail and letter.detail.startswith("Line 1 ")
+    assert words in letter.detail and letter.detail.startswith("Line 2 ")  # as an editor numbers it: from 1
     assert letter.row()["raw"]  # the table row can be made
 
 
@@ -592,8 +592,9 @@ def test_too_large_boundary(size):
 
 def test_too_large_sse_block():
     block = b"event: x\ndata: " + orjson.dumps(event("r1", call="c" * 600)) + b"\ndata: " + b"1" * 600 + b"\n\n"
-    (item,) = iter_lines("f.sse", io.BytesIO(block), FORMAT_SSE, 1000)
-    assert (item.reason, item.event_index) == (REASON_TOO_LARGE, 0)
+    (item,) = iter_lines("f.sse", io.BytesIO(b": ping\n\n" + block), FORMAT_SSE, 1000)
+    assert (item.reason, item.event_index) == (REASON_TOO_LARGE, 2)
+    assert item.detail.startswith("The SSE block at line 3 ")  # the third line in an editor
 
 
 def test_a_document_over_the_cap_is_one_too_large_dead_letter_compressed_or_not():

@@ -49,7 +49,6 @@ import argparse
 import glob
 import json
 import os
-import shutil
 import sys
 from typing import Any, Callable, NamedTuple
 
@@ -71,7 +70,7 @@ from footprint_audit.pipelines.output import (
 )
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE
-from footprint_audit.schemas.tables import PARTITION_KEYS, TABLES
+from footprint_audit.schemas.tables import PARTITION_KEYS
 from footprint_audit.transforms import decode as read_mod
 from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms.dead_letters import DeadLetterCollector
@@ -320,25 +319,20 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
 
         duplicates: dict[str, str] = {}
         if plan is None:
-            execute(list(args.input), target.staging)
-            if runs.options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
+            dry_run = runs.options.view_as(TestOptions).dry_run  # Dataflow's: the job is translated, never run
+            if target.local and not dry_run:  # the files to read, for the manifest; of files of the same bytes one is read
+                listed = _listed(args.input, target.out)
+                duplicates = duplicates_of(listed.names, listed.sizes, listed.hashes)
+            if duplicates and not args.no_progress:
+                first = min(duplicates)
+                _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
+                     f"{duplicates[first]}): each is left out, a {REASON_DUPLICATE_FILE} dead letter")
+            execute(list(args.input), target.staging,
+                    duplicates={listed.local_paths.get(n, n): kept for n, kept in duplicates.items()} if listed else None)
+            if dry_run:
                 target.discard()
                 _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
                 return 0
-            if target.local:  # the files the job read, for the manifest; two of the same bytes are read once
-                listed = _listed(args.input, target.out)
-                duplicates = duplicates_of(listed.names, listed.sizes, listed.hashes)
-            if duplicates:
-                assert listed is not None, "duplicates are found among the listed inputs"
-                first = min(duplicates)
-                if not args.no_progress:
-                    _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
-                         f"{duplicates[first]}): reading again without them, each a "
-                         f"{REASON_DUPLICATE_FILE} dead letter")
-                for table in TABLES:
-                    shutil.rmtree(os.path.join(target.staging, table), ignore_errors=True)
-                execute(list(args.input), target.staging, again=True,
-                        duplicates={listed.local_paths.get(n, n): kept for n, kept in duplicates.items()})
         else:
             assert listed is not None, "an increment is planned from the listed inputs"
             paths = listed.local_paths

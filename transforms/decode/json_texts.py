@@ -26,7 +26,7 @@ _CLOSES = (b"}", b"]")
 
 @dataclass(slots=True)
 class Text:
-    """One JSON text (not parsed yet): its first and last line, its bytes (cut when `size` > len(data))."""
+    """One JSON text (not parsed yet): its first and last line (0-based), its bytes (cut when `size` > len(data))."""
 
     first: int
     last: int
@@ -35,8 +35,9 @@ class Text:
 
     @property
     def where(self) -> str:
-        """How a detail names it: `Line 4`, or `Lines 4 to 40`."""
-        return f"Line {self.first}" if self.first == self.last else f"Lines {self.first} to {self.last}"
+        """How a detail names it, its lines numbered from 1 as in an editor: `Line 4`, or `Lines 4 to 40`."""
+        first, last = self.first + 1, self.last + 1
+        return f"Line {first}" if first == last else f"Lines {first} to {last}"
 
     def add(self, line: Line, max_bytes: int) -> None:
         self.last = line.number

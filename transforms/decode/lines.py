@@ -87,7 +87,8 @@ def _line_items(
 
 @dataclass(slots=True)
 class Line:
-    """One physical line, without its end of line; `size` > len(data) when it was cut."""
+    """One physical line, without its end of line; `size` > len(data) when it was cut. `number` is
+    0-based (the `event_index`); a detail names the line from 1, as an editor does (`number + 1`)."""
 
     number: int
     data: bytes
@@ -139,7 +140,7 @@ def _json_lines(source_file: str, lines: Iterable[Line], max_event_bytes: int) -
     for line in lines:
         if line.size <= max_event_bytes and not line.data.strip():
             continue  # a blank line (an oversized one is never skipped: only its head was looked at)
-        where = f"Line {line.number}"
+        where = f"Line {line.number + 1}"
         if line.size > max_event_bytes:
             yield too_large(source_file, line.number, where, line.size, max_event_bytes, line.data)
             continue
@@ -196,7 +197,7 @@ def _sse_blocks(lines: Iterable[Line]) -> Iterator[_SSEBlock]:
 
 def _sse_events(source_file: str, lines: Iterable[Line], max_event_bytes: int) -> Iterator[Event | DeadLetter]:
     for block in _sse_blocks(lines):
-        where = f"The SSE block at line {block.start}"
+        where = f"The SSE block at line {block.start + 1}"
         raw = b"\n".join(block.lines)
         if not block.data:
             detail = f"{where} has an `event:` field but no `data:`, so it carries no event."
@@ -229,6 +230,7 @@ def iter_lines(
     try:
         yield from items(source_file, counter, max_event_bytes)
     except READ_ERRORS as exc:
+        # next_number: the 0-based index of the line that failed, so the 1-based number of the last one read.
         detail = f"The file could not be read past line {counter.next_number} ({type(exc).__name__}: {exc})."
         yield DeadLetter(source_file, counter.next_number, None, REASON_UNREADABLE, detail, b"")
 
