@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Bumped on any change to a table below (renaming or dropping a column is breaking).
-#: 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
+#: Each version of the tables and the fingerprint of their Arrow schemas (`tests/test_schema_version.py`:
+#: a table changed without a new version fails there, with the line to add). Renaming or dropping a column
+#: is breaking. 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
 #: `dead_letters.recorded_at`, and `--partition-by ended_date` cuts all three tables.
 #: 5: `readings.call_id_from` (calls read from OpenTelemetry traces). 6: `readings.value_disagrees`,
 #: `readings.maybe_recorder_cut` (the value a trace's model call read; a trace's cut). 7: `readings.value_unwrapped`
 #: (a trace's text blocks read as their text).
-SCHEMA_VERSION = "7"
+SCHEMA_FINGERPRINTS = {
+    "7": "78eec2b8b5902085efb46c234a323e881cf6500caef4c6db0ea18c921d8eaadc",
+}
+SCHEMA_VERSION = list(SCHEMA_FINGERPRINTS)[-1]
 
 _META = {b"footprint_audit.schema_version": SCHEMA_VERSION.encode()}
 
