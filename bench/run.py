@@ -177,7 +177,7 @@ def stateful_events(path: str, limit: int) -> list:
     from footprint_audit.schemas.events import Event
     from footprint_audit.transforms.calls.from_events import CALL, classify_event
     from footprint_audit.transforms.decode.sources import open_source
-    from footprint_audit.transforms.decode.held_codec import hold
+    from footprint_audit.transforms.join.held_codec import hold
 
     out: list = []
     for name, _size in list_inputs(path):

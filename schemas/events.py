@@ -82,7 +82,7 @@ class Event:
     `agentfootprint.` prefix. `raw`: the bytes the event was read from when it
     was read alone from them (a JSON Lines line, an SSE block's data, a stream
     message), so the joins can carry those bytes instead of writing the event
-    again (`transforms.decode.held_codec`); None for an event of a document. Not compared.
+    again (`transforms.join.held_codec`); None for an event of a document. Not compared.
     """
 
     index: int

@@ -1,4 +1,4 @@
-"""`transforms.decode.held_codec`: events as compact bytes through shuffles and state, read back exactly."""
+"""`transforms.join.held_codec`: events as compact bytes through shuffles and state, read back exactly."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from footprint_audit.schemas.events import Event
 from footprint_audit.transforms.decode.envelopes import event_from_message
-from footprint_audit.transforms.decode.held_codec import decode_held, encode_held, hold, pack_held, unpack_held
+from footprint_audit.transforms.join.held_codec import decode_held, encode_held, hold, pack_held, unpack_held
 
 
 def _nested(depth: int) -> list:

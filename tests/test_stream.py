@@ -25,7 +25,7 @@ from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines.stream import command as stream_mod
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.decode.held_codec import hold
+from footprint_audit.transforms.join.held_codec import hold
 from footprint_audit.transforms.stream.join import StatefulCallJoin
 from footprint_audit.transforms.stream.write import WriteStreamTable, pane_file, window_folder
 
@@ -148,7 +148,7 @@ def test_events_are_ordered_by_event_time_and_call_order_not_by_arrival():
 
 
 def test_order_call_events_sorts_by_time_then_canonical_order_and_drops_copies():
-    from footprint_audit.transforms.decode.held_codec import encode_held
+    from footprint_audit.transforms.join.held_codec import encode_held
     from footprint_audit.transforms.stream.join import order_call_events
 
     end = ev(1, "stream.tool_end", "c1", T0, result=[])
@@ -364,7 +364,7 @@ def test_stream_source_uris_are_checked():
 
 
 def test_the_key_record_coder_round_trips_every_field_and_the_events():
-    from footprint_audit.transforms.decode.held_codec import encode_held, pack_held
+    from footprint_audit.transforms.join.held_codec import encode_held, pack_held
     from footprint_audit.transforms.stream.join import _CallState, _CallStateCoder, _RunCellCoder, held_events
 
     coder = _CallStateCoder()

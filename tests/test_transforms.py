@@ -23,7 +23,7 @@ from footprint_audit.transforms.decode import input_files as read_mod
 from footprint_audit.transforms.write import parquet as write_mod
 from footprint_audit.transforms.calls.accounting import document_run_row
 from footprint_audit.transforms.calls.from_events import join_run
-from footprint_audit.transforms.decode.held_codec import decode_held, unpack_held
+from footprint_audit.transforms.join.held_codec import decode_held, unpack_held
 from footprint_audit.transforms.join.keyed import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
 from footprint_audit.transforms.decode.input_files import ReadInputFiles
 from footprint_audit.transforms.read.apply_readers import ApplyReaders

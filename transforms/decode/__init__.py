@@ -1,8 +1,7 @@
 """Bytes → events: the input-format registry (recordings, JSON Lines, SSE, OTLP/JSON), decompressing, parsing, the batch read of input files, and a stream message's items."""
 
 from .elements import CallGroup, ReadingRows
-from .envelopes import DEFAULT_MAX_EVENT_BYTES
-from .held_codec import decode_held, encode_held, pack_held, unpack_held
+from .envelopes import DEFAULT_MAX_EVENT_BYTES, event_read_again
 from .formats import InputFormat, Opened
 from .input_files import COUNTS, EVENTS, ReadInputFiles
 from .messages import ITEM_STRIDE, items_from_message
@@ -11,7 +10,7 @@ from .sources import open_source, read_source
 from .trace_calls import call_events, call_key
 
 __all__ = [
-    "COUNTS", "CallGroup", "call_events", "call_key", "DEFAULT_MAX_EVENT_BYTES", "EVENTS", "ITEM_STRIDE", "ReadInputFiles", "ReadingRows",
-    "FORMATS", "InputFormat", "Opened", "decode_held", "encode_held", "items_from_message", "open_source",
-    "pack_held", "read_source", "unpack_held",
+    "COUNTS", "CallGroup", "ReadingRows", "call_events", "call_key", "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
+    "FORMATS", "InputFormat", "Opened", "items_from_message", "open_source",
+    "read_source",
 ]

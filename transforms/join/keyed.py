@@ -7,7 +7,7 @@ Role:    `JoinRecordingRuns` joins each run of a recording file inside one
          `(run_id, tool_call_id)` and join them with ONE `GroupByKey`, the
          run-level facts (resumed leg, id-less permission checks) riding in a
          small side input. Events cross the shuffle as compact bytes
-         (`transforms.decode.held_codec`), not pickled, gathered and packed per key within a
+         (`transforms.join.held_codec`), not pickled, gathered and packed per key within a
          bundle: a call's events are one element, not one each (the local runner
          groups in the launcher, element by element).
 Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) or per call id
@@ -32,7 +32,9 @@ from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, RunFacts, add_counts, count_event, count_joined, counts_for, dead_letter_of,
     document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
-from footprint_audit.transforms.decode import CallGroup, call_events, call_key, decode_held, encode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import CallGroup, call_events, call_key
+
+from .held_codec import decode_held, encode_held, pack_held, unpack_held
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 
 __all__ = [
@@ -110,7 +112,7 @@ class _KeyEventFn(beam.DoFn):
     """`(source_file, format, Event)` → keyed call events, run facts, dead letters, counts.
 
     A key's call events (and a run's facts) are gathered within the bundle and sent on
-    as one packed element per key (`transforms.decode.held_codec.pack_held`), at the bundle's end or when `GATHER_BYTES`
+    as one packed element per key (`transforms.join.held_codec.pack_held`), at the bundle's end or when `GATHER_BYTES`
     are held. Counts are added up per bundle and emitted once per `(run, file)` key.
     """
 
@@ -172,8 +174,8 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 class KeyLineEvents(beam.PTransform):
     """Stream events → `KEYED` ((run_id, call_id), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
-    `COUNTS`. A key's held events of one bundle (`transforms.decode.held_codec.encode_held(file, Event)`) cross the shuffle
-    as one element, packed by `transforms.decode.held_codec.pack_held`."""
+    `COUNTS`. A key's held events of one bundle (`transforms.join.held_codec.encode_held(file, Event)`) cross the shuffle
+    as one element, packed by `transforms.join.held_codec.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return gives_dead_letters(events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(

@@ -30,7 +30,8 @@ from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, add_dead_letter, count_event, dead_letter_of, stream_counts,
 )
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
-from footprint_audit.transforms.decode import call_key, encode_held, items_from_message, open_source
+from footprint_audit.transforms.decode import call_key, items_from_message, open_source
+from footprint_audit.transforms.join import encode_held
 
 __all__ = [
     "KEYED",

@@ -65,7 +65,8 @@ from footprint_audit.schemas.events import (
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.decode import call_events, decode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import call_events
+from footprint_audit.transforms.join import decode_held, pack_held, unpack_held
 from footprint_audit.transforms.read import READER_VERSION, reading_row
 
 from .events import RUN_FACT

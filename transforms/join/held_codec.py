@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from footprint_audit.schemas.events import Event
 
-from .envelopes import event_read_again
+from footprint_audit.transforms.decode import event_read_again
 
 __all__ = ["encode_held", "decode_held", "hold", "pack_held", "unpack_held"]
 
