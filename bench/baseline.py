@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -49,12 +48,11 @@ from footprint_audit.transforms.calls.from_events import (
 from footprint_audit.transforms.read.reading_rows import reading_values
 from footprint_audit.transforms.decode.sources import DEFAULT_MAX_EVENT_BYTES, open_source
 from footprint_audit.transforms.write.parquet import part_name, rows_to_arrow, shard_of, sort_arrow, write_arrow_file
+from footprint_audit.transforms.write.shards import shards_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
 __all__ = ["run_baseline", "list_inputs", "StreamKeys", "document_rows", "write_tables"]
-
-BYTES_PER_SHARD = 256 << 20  # as pipelines.local_runner.plans
 
 
 def list_inputs(pattern: str) -> list[tuple[str, int]]:
@@ -176,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     inputs = list_inputs(args.input)
     total = sum(s for _, s in inputs)
-    shards = args.shards or max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    shards = args.shards or shards_for(total)
     decl = load_declarations(args.declarations)
     t = time.perf_counter()
     res = run_baseline([p for p, _ in inputs], args.output, decl, shards)

@@ -100,13 +100,12 @@ def _worker_readers(args: argparse.Namespace) -> dict:
 
 
 def _worker_baseline(args: argparse.Namespace) -> dict:
-    from bench.baseline import BYTES_PER_SHARD, list_inputs, run_baseline
+    from bench.baseline import list_inputs, run_baseline
     from footprint_audit.schemas.declarations import load_declarations
-    import math
+    from footprint_audit.transforms.write.shards import shards_for
 
     inputs = list_inputs(args.input)
-    total = sum(s for _, s in inputs)
-    shards = max(1, min(64, math.ceil(total / BYTES_PER_SHARD)))
+    shards = shards_for(sum(s for _, s in inputs))
     decl = load_declarations(args.declarations)
     c, t = time.process_time(), time.perf_counter()
     run_baseline([p for p, _ in inputs], args.output, decl, shards)

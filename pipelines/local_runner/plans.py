@@ -19,7 +19,6 @@ and a distributed one, and the one place that holds the local runner's tuning:
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -34,21 +33,14 @@ from footprint_audit.pipelines.options import flag_given
 from footprint_audit.transforms.join import (
     DEFAULT_MAX_PARTITION_BYTES, JoinLineEvents, LineRunRows, SpillJoinEventStream, SpillLineRunRows,
 )
-from footprint_audit.transforms.write import WriteTables
+from footprint_audit.transforms.write import WriteTables, shards_for
 
 from .workers import default_workers
 
-__all__ = ["Plan", "LocalPlan", "local_runner", "runner_options", "worker_count", "shards_for", "BYTES_PER_SHARD"]
+__all__ = ["Plan", "LocalPlan", "local_runner", "runner_options", "worker_count"]
 
-#: Input bytes per readings shard (more input → more output files, deterministically).
-BYTES_PER_SHARD = 256 << 20
 #: A table file is sorted in memory up to this many `--spill-partition-bytes` (256 MiB at the default).
 SORT_RUNS_PER_PARTITION = 4
-
-
-def shards_for(total_bytes: int) -> int:
-    """The readings files of a job reading `total_bytes`: one per `BYTES_PER_SHARD`, 1 to 64."""
-    return max(1, min(64, math.ceil(total_bytes / BYTES_PER_SHARD)))
 
 
 class ShardsBySize(beam.PTransform):

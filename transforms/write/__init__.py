@@ -1,5 +1,7 @@
-"""Readings → sinks: the Parquet tables, sorted and sharded."""
+"""Readings → sinks: the Parquet tables, sorted and sharded (how many shards: `shards`)."""
 
 from .parquet import WriteTables, ipc_to_table, part_name, rows_to_ipc, sort_arrow, write_arrow_file
+from .shards import BYTES_PER_SHARD, shards_for
 
-__all__ = ["WriteTables", "ipc_to_table", "part_name", "rows_to_ipc", "sort_arrow", "write_arrow_file"]
+__all__ = ["BYTES_PER_SHARD", "WriteTables", "ipc_to_table", "part_name", "rows_to_ipc", "shards_for", "sort_arrow",
+           "write_arrow_file"]
