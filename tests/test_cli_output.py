@@ -75,6 +75,14 @@ def test_an_empty_output_is_a_usage_error(small_input):
     assert "--output is empty" in said
 
 
+@pytest.mark.parametrize("suffix", ["", "/", "/sub"])
+def test_an_output_that_is_a_file_is_one_usage_sentence_however_written(tmp_path, small_input, suffix):
+    (tmp_path / "afile").write_text("mine")
+    said = one_sentence(reassess_cli("--input", str(small_input), "--output", f"{tmp_path / 'afile'}{suffix}", "--no-progress"), 2)
+    assert "is a file, not a folder: give a folder's path" in said
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
 def test_an_output_on_a_read_only_mount_is_refused_before_anything_is_read(tmp_path, small_input, tmpfs):
     ro = tmpfs(tmp_path / "ro", "1m")
     (ro / "keep.txt").write_text("mine")

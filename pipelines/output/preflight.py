@@ -50,10 +50,10 @@ def check_outside_tables(path: str, out: str, flag: str) -> None:
 
 def prepare_local(out: str, staging_name: str) -> None:
     """Create a local output folder if needed; raise `OutputError` when it cannot be used."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise OutputError(f"--output {out} is a file, not a folder", exit_code=2)
     try:
         os.makedirs(out, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # `afile`, `afile/`, `afile/sub`: one sentence, however written
+        raise UsageError(f"--output {out} is a file, not a folder: give a folder's path (it is created if needed)") from None
     except OSError as exc:
         raise OutputError(f"--output {out} cannot be created ({exc.strerror})") from None
     staging = os.path.join(out, staging_name)
