@@ -100,3 +100,11 @@ def test_the_dead_letter_gate_exits_3_after_writing_the_tables(tmp_path, inp):
     assert res.returncode == 0 and res.stderr == "", res.stderr
     said = one_sentence(reassess_cli("--input", str(inp), "--output", str(out), "--max-dead-letter-rate", "2"), 2)
     assert "--max-dead-letter-rate" in said
+
+
+def test_the_dead_letter_rate_takes_a_percentage_and_says_its_forms(tmp_path, inp):
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet", "--max-dead-letter-rate", "15%")
+    assert one_sentence(res, 3).endswith("(20.00%) exceed --max-dead-letter-rate 0.15")
+    for bad in ("five", "150%"):
+        said = one_sentence(reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--max-dead-letter-rate", bad), 2)
+        assert f"argument --max-dead-letter-rate: {bad} is not a share between 0 and 1 (0.05) or a percentage (5%)" in said, said

@@ -93,9 +93,13 @@ INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
 
 
 def _rate(text: str) -> float:
-    value = float(text)
+    """A share of the events: `0.05` or `5%`, else one sentence saying the forms it takes."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1 (0.05) or a percentage (5%)")
     return value
 
 
@@ -131,7 +135,7 @@ def _parser() -> FlagParser:
     p.add_argument("--quiet", action="store_true", help="no summary at the end")
     p.add_argument("--max-dead-letter-rate", type=_rate, metavar="R",
                    help="exit with code 3 (after writing the tables) when dead letters are more than R "
-                        "(0..1) of the events read")
+                        "of the events read: a share (0.05) or a percentage (5%%)")
     p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
     p.add_argument("--incremental", action="store_true",
                    help="read only the input files the output has not seen (by path, size and sha256) and add "
