@@ -25,7 +25,7 @@ from .manifest import MANIFEST_TABLE
 from .ownership import MARKER, check_owned
 from .publish import STAGING
 
-__all__ = ["check_outside_tables", "check_output_name", "prepare_local", "probe_local", "check_remote"]
+__all__ = ["check_outside_tables", "check_output_name", "first_missing", "prepare_local", "probe_local", "check_remote"]
 
 _PROBE = b"footprint-audit write probe\n"
 REMOTE_ANSWER_SECONDS = 30  # a store that has not answered by then is refused (its client would retry for minutes)
@@ -46,6 +46,14 @@ def check_outside_tables(path: str, out: str, flag: str) -> None:
         replaced = os.path.realpath(os.path.join(out, folder))
         if os.path.commonpath([inside, replaced]) == replaced:
             raise UsageError(f"{flag} {path} is in --output's {folder}/, which the job replaces: give a path outside it")
+
+
+def first_missing(out: str) -> str | None:
+    """The topmost folder of the path `out` that is not there yet (absolute), or None when `out` is there."""
+    path, top = os.path.abspath(out), None
+    while not os.path.lexists(path):
+        path, top = os.path.dirname(path), path
+    return top
 
 
 def prepare_local(out: str, staging_name: str) -> None:

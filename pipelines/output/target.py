@@ -37,6 +37,7 @@ class OutputTarget:
         self.staging = out
         self._lock: OutputLock | None = None
         self._staged = False
+        self._created: str | None = None  # the topmost folder of `out` this job made, removed if nothing is published
 
     def open(self) -> None:
         """Check, lock and prepare the output; raise `OutputError` (or `UsageError`) with one sentence."""
@@ -46,6 +47,7 @@ class OutputTarget:
             self.staging = remote_output.new_staging(self.out)
             self._staged = True
             return
+        self._created = preflight.first_missing(self.out)
         preflight.prepare_local(self.out, output.STAGING)
         with deferred_interrupts():  # a lock taken is a lock recorded, for `close` to release
             lock = OutputLock(self.out)
@@ -71,6 +73,7 @@ class OutputTarget:
         if self.local:
             output.publish(self.staging, self.out, self.partition_by)
             self._staged = False
+            self._created = None
         else:
             remote_output.publish(self.staging, self.out)
             self._staged = False
@@ -82,10 +85,18 @@ class OutputTarget:
             self._staged = False
 
     def close(self) -> None:
-        """Release the lock (idempotent)."""
+        """Release the lock, and remove the folders this job made for an output it did not publish
+        (each only when empty: never a file it did not write); idempotent."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        created, self._created, folder = self._created, None, os.path.abspath(self.out)
+        while created is not None and os.path.commonpath([folder, created]) == created:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+            folder = os.path.dirname(folder)
 
 
 def spill_folder(target: OutputTarget) -> str:
