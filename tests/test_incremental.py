@@ -161,10 +161,13 @@ def test_running_again_with_nothing_new_changes_nothing(batched, tmp_path):
     before = tree_bytes(out)
     assert job(out, ["examples/recordings/**"], "--incremental") == 0
     assert tree_bytes(out) == before
-    res = reassess_cli("--input", "examples/recordings/**", "--output", str(out), "--declarations", DECLARATIONS,
-                       "--incremental", "--quiet")
-    assert res.returncode == 0, res.stderr
-    assert "no new or changed input file: the output is left as it is" in res.stderr
+    for quiet in ((), ("--quiet",)):
+        res = reassess_cli("--input", "examples/recordings/**", "--output", str(out), "--declarations", DECLARATIONS,
+                           "--incremental", *quiet)
+        assert res.returncode == 0, res.stderr
+        said = "footprint-audit reassess: no new or changed input file: the output is left as it is\n"
+        assert res.stderr == ("" if quiet else said)
+    assert res.stdout == ""  # --quiet on success: nothing at all (cron mails what it prints)
     assert tree_bytes(out) == before
 
 
@@ -438,7 +441,7 @@ def stream_pair(folder: Path) -> tuple[Path, Path]:
 
 def cli(out: Path, *inputs: str, extra: tuple[str, ...] = ()):
     args = [a for i in inputs for a in ("--input", i)]
-    return reassess_cli(*args, "--output", str(out), "--declarations", DECLARATIONS, "--incremental", "--quiet", *extra)
+    return reassess_cli(*args, "--output", str(out), "--declarations", DECLARATIONS, "--incremental", *extra)  # its notes said
 
 
 def test_a_file_renamed_after_it_was_read_is_not_read_again_and_blocks_nothing(tmp_path):
@@ -506,8 +509,8 @@ def test_an_incremental_job_from_another_working_folder_knows_every_file_empty_o
     make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
     (inp / "part-empty.jsonl").write_bytes(b"")
     out = tmp_path / "out"
-    args = ("--output", str(out), "--incremental", "--quiet")
-    res = reassess_cli("--input", "in/*.jsonl", *args, "--no-progress", cwd=tmp_path / "a" / "b")
+    args = ("--output", str(out), "--incremental")
+    res = reassess_cli("--input", "in/*.jsonl", *args, "--quiet", cwd=tmp_path / "a" / "b")
     assert res.returncode == 0, res.stderr
     before = tree_bytes(out)
     assert [m["path"] for m in load_table(out, MANIFEST_TABLE)] == [str(p) for p in sorted(inp.iterdir())]

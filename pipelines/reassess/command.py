@@ -132,7 +132,9 @@ def _parser() -> FlagParser:
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="Python worker processes on this machine (Flink: parallelism); default: every core")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--quiet", action="store_true", help="no summary at the end")
+    p.add_argument("--quiet", action="store_true",
+                   help="nothing on stdout or stderr when the job succeeds (no progress, no summary: for cron); "
+                        "a refusal or a failure is still its one sentence")
     p.add_argument("--max-dead-letter-rate", type=_rate, metavar="R",
                    help="exit with code 3 (after writing the tables) when dead letters are more than R "
                         "of the events read: a share (0.05) or a percentage (5%%)")
@@ -238,6 +240,7 @@ def run(argv: list[str] | None = None) -> int:
     dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
+    args.no_progress |= args.quiet  # quiet is silent on success: no progress lines either
     out = args.output
     try:
         check_beam_args(beam_args, parser.long_flags)
