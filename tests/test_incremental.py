@@ -171,6 +171,22 @@ def test_running_again_with_nothing_new_changes_nothing(batched, tmp_path):
     assert tree_bytes(out) == before
 
 
+def test_an_increment_says_each_tables_rows_and_is_silent_with_quiet(tmp_path):
+    inp, out = tmp_path / "in", tmp_path / "out"
+    make_input(inp / "a", files=1, runs_per_file=2, calls_per_run=3)
+    run = lambda *extra: reassess_cli("--input", str(inp), "--output", str(out), "--incremental", *extra)  # noqa: E731
+    res = run("--quiet")
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    before = {t: len(load_table(out, t)) for t in TABLES}
+    make_input(inp / "b", files=1, runs_per_file=2, calls_per_run=3, tag="b")
+    res = run()
+    assert res.returncode == 0, res.stderr
+    added = {t: len(load_table(out, t)) - before[t] for t in TABLES}
+    assert all(added.values()), added
+    assert (f"rows added: readings {added['readings']}, dead_letters {added['dead_letters']}, runs {added['runs']}; "
+            "rows replaced: readings 0, dead_letters 0, runs 0") in res.stderr
+
+
 def test_a_new_file_adds_to_a_full_runs_output(tmp_path):
     inp = tmp_path / "in"
     make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
