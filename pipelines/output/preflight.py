@@ -15,15 +15,13 @@ import os
 import threading
 import uuid
 
-from apache_beam.io.filesystems import FileSystems
-
 from footprint_audit.pipelines.inputs import is_local
 from footprint_audit.pipelines.launch import OutputError, UsageError
 from footprint_audit.schemas.tables import TABLES
 
-from .manifest import MANIFEST_TABLE
-from .ownership import MARKER, check_owned
-from .publish import STAGING
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
+
+from .ownership import MARKER, STAGING, check_owned
 
 __all__ = ["check_outside_tables", "check_output_name", "first_missing", "prepare_local", "probe_local", "check_remote"]
 
@@ -117,6 +115,8 @@ def check_remote(out: str, seconds: float = REMOTE_ANSWER_SECONDS) -> None:
 
 def probe_remote(out: str) -> None:
     """The same probe through Beam's `FileSystems` (gs://, s3://, …): any failure is one sentence."""
+    from apache_beam.io.filesystems import FileSystems  # remote outputs only: a local one is locked before Beam's import
+
     first = FileSystems.join(out, f"_probe-{uuid.uuid4().hex}")
     second = first + ".renamed"
     try:
@@ -134,6 +134,8 @@ def probe_remote(out: str) -> None:
 
 def check_remote_owned(out: str) -> None:
     """Raise `OutputError` (2) when a remote output holds tables but not this tool's marker."""
+    from apache_beam.io.filesystems import FileSystems
+
     try:
         found = [t for t in TABLES if FileSystems.match([FileSystems.join(out, t, "*")])[0].metadata_list]
         owned = FileSystems.exists(FileSystems.join(out, MARKER))
