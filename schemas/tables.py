@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from .defaults import PARTITION_KEYS as PARTITION_KEYS  # re-exported: `reassess --partition-by KEY`
+
 #: Each version of the tables and the fingerprint of their Arrow schemas (`tests/test_schema_version.py`:
 #: a table changed without a new version fails there, with the line to add). Renaming or dropping a column
 #: is breaking. 2: `readings.declarations_sha256`. 3: `manifest.path`. 4: `runs.started_at`, `runs.ended_at`,
@@ -155,10 +157,6 @@ SORT_KEYS = {
     "runs": ("source_file", "run_id"),
 }
 
-#: `reassess --partition-by KEY`: KEY → {table: the column it is derived from}. The rows are
-#: written under `<table>/KEY=VALUE/` (Hive layout); VALUE is the column's UTC date (YYYY-MM-DD).
-#: The files keep every column: KEY itself is only in the path.
-PARTITION_KEYS = {"ended_date": {"readings": "ended_at", "runs": "ended_at", "dead_letters": "recorded_at"}}
 
 #: The folder value of a row whose partition column is null (what Hive, Arrow, DuckDB and
 #: BigQuery read back as NULL).

@@ -4,6 +4,7 @@ and the `--max-dead-letter-rate` gate, through the real CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -100,3 +101,66 @@ def test_the_dead_letter_gate_exits_3_after_writing_the_tables(tmp_path, inp):
     assert res.returncode == 0 and res.stderr == "", res.stderr
     said = one_sentence(reassess_cli("--input", str(inp), "--output", str(out), "--max-dead-letter-rate", "2"), 2)
     assert "--max-dead-letter-rate" in said
+
+
+def test_the_dead_letter_rate_takes_a_percentage_and_says_its_forms(tmp_path, inp):
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet", "--max-dead-letter-rate", "15%")
+    assert one_sentence(res, 3).endswith("(20.00%) exceed --max-dead-letter-rate 0.15")
+    for bad in ("five", "150%"):
+        said = one_sentence(reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--max-dead-letter-rate", bad), 2)
+        assert f"argument --max-dead-letter-rate: {bad} is not a share between 0 and 1 (0.05) or a percentage (5%)" in said, said
+
+
+#: Runs the command line in a fresh interpreter, then says whether Beam was imported and the exit code.
+WITHOUT_BEAM = """
+import sys
+from footprint_audit.pipelines import cli
+try:
+    code = cli.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print("beam imported" if "apache_beam" in sys.modules else "beam not imported", code)
+"""
+
+
+def without_beam(*args: str) -> tuple[str, str]:
+    """The command's stderr and its last stdout line (whether Beam was imported, and the exit code)."""
+    res = subprocess.run([sys.executable, "-c", WITHOUT_BEAM, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return res.stderr, res.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("args", [
+    ("reassess", "--help"), ("stream", "--help"), ("reassess", "--output", "out"), ("stream", "--output", "out"),
+    ("reassess", "--input", "in", "--output", "out", "--max-dead-letter-rate", "x"),
+], ids=["reassess-help", "stream-help", "reassess-no-input", "stream-no-source", "reassess-bad-value"])
+def test_help_and_usage_mistakes_are_answered_before_beam_is_imported(args):
+    err, last = without_beam(*args)
+    assert last == f"beam not imported {0 if '--help' in args else 2}", err
+    assert "Traceback" not in err
+
+
+def test_a_glob_the_shell_expanded_is_refused_saying_to_quote_it(tmp_path):
+    paths = [str(tmp_path / f"{name}.jsonl") for name in "abc"]
+    err, last = without_beam("reassess", "--input", *paths, "--output", str(tmp_path / "out"))
+    assert last == "beam not imported 2"
+    assert err.startswith(f"footprint-audit reassess: unexpected argument '{paths[1]}' (options start with --): a glob "
+                          "the shell expanded gives many paths, so quote it (--input 'recordings/**')"), err
+    assert not (tmp_path / "out").exists()
+    # a value after one of Beam's options is Beam's (checked once Beam is imported)
+    with pytest.raises(OptionsError, match="quote it"):
+        check_beam_args([paths[1]])
+
+
+def test_a_second_job_on_a_locked_output_is_refused_before_beam_is_imported(tmp_path):
+    from footprint_audit.pipelines.output.ownership import OutputLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = OutputLock(str(out))
+    lock.acquire()
+    try:
+        err, last = without_beam("reassess", "--input", str(tmp_path), "--output", str(out))
+    finally:
+        lock.release()
+    assert last == "beam not imported 2"
+    assert f"--output {out} is in use by process {os.getpid()}" in err

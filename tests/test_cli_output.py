@@ -75,6 +75,14 @@ def test_an_empty_output_is_a_usage_error(small_input):
     assert "--output is empty" in said
 
 
+@pytest.mark.parametrize("suffix", ["", "/", "/sub"])
+def test_an_output_that_is_a_file_is_one_usage_sentence_however_written(tmp_path, small_input, suffix):
+    (tmp_path / "afile").write_text("mine")
+    said = one_sentence(reassess_cli("--input", str(small_input), "--output", f"{tmp_path / 'afile'}{suffix}", "--no-progress"), 2)
+    assert "is a file, not a folder: give a folder's path" in said
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
 def test_an_output_on_a_read_only_mount_is_refused_before_anything_is_read(tmp_path, small_input, tmpfs):
     ro = tmpfs(tmp_path / "ro", "1m")
     (ro / "keep.txt").write_text("mine")
@@ -273,6 +281,24 @@ def test_ctrl_c_stops_the_job_at_once_with_one_line_and_publishes_nothing(tmp_pa
     assert load_table(out, "runs")[0]["run_id"] == "r-small"
 
 
+@pytest.mark.parametrize("made", [True, False], ids=["folders-it-made", "a-folder-there-before"])
+def test_ctrl_c_mid_job_removes_only_the_folders_it_made_for_the_output(tmp_path, big_input, made):
+    out = tmp_path / "new" / "out" if made else tmp_path / "there"
+    if not made:
+        out.mkdir()
+    p = _job(big_input, out)
+    try:
+        assert _wait_for(lambda: any((out / STAGING).glob("*/" + ownership.OWNER)), p), "the job never started"
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err[-3000:]
+    assert sorted(os.listdir(tmp_path)) == ([] if made else ["there"]) and (made or os.listdir(out) == [])
+
+
 def _beam_loading(p: subprocess.Popen) -> bool:
     """True once the process has loaded Arrow's library: Beam's imports are under way (Linux's /proc)."""
     try:
@@ -313,7 +339,7 @@ def test_ctrl_c_or_sigterm_as_the_job_starts_is_one_line_and_leaves_nothing(tmp_
             p.wait()
     assert p.returncode == code, err[-3000:]
     assert err.strip() == "footprint-audit reassess: interrupted; nothing was published"
-    assert not out.exists() or os.listdir(out) == []
+    assert not out.exists()  # the folder it made is removed with nothing published
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"])

@@ -161,11 +161,30 @@ def test_running_again_with_nothing_new_changes_nothing(batched, tmp_path):
     before = tree_bytes(out)
     assert job(out, ["examples/recordings/**"], "--incremental") == 0
     assert tree_bytes(out) == before
-    res = reassess_cli("--input", "examples/recordings/**", "--output", str(out), "--declarations", DECLARATIONS,
-                       "--incremental", "--quiet")
-    assert res.returncode == 0, res.stderr
-    assert "no new or changed input file: the output is left as it is" in res.stderr
+    for quiet in ((), ("--quiet",)):
+        res = reassess_cli("--input", "examples/recordings/**", "--output", str(out), "--declarations", DECLARATIONS,
+                           "--incremental", *quiet)
+        assert res.returncode == 0, res.stderr
+        said = "footprint-audit reassess: no new or changed input file: the output is left as it is\n"
+        assert res.stderr == ("" if quiet else said)
+    assert res.stdout == ""  # --quiet on success: nothing at all (cron mails what it prints)
     assert tree_bytes(out) == before
+
+
+def test_an_increment_says_each_tables_rows_and_is_silent_with_quiet(tmp_path):
+    inp, out = tmp_path / "in", tmp_path / "out"
+    make_input(inp / "a", files=1, runs_per_file=2, calls_per_run=3)
+    run = lambda *extra: reassess_cli("--input", str(inp), "--output", str(out), "--incremental", *extra)  # noqa: E731
+    res = run("--quiet")
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    before = {t: len(load_table(out, t)) for t in TABLES}
+    make_input(inp / "b", files=1, runs_per_file=2, calls_per_run=3, tag="b")
+    res = run()
+    assert res.returncode == 0, res.stderr
+    added = {t: len(load_table(out, t)) - before[t] for t in TABLES}
+    assert all(added.values()), added
+    assert (f"rows added: readings {added['readings']}, dead_letters {added['dead_letters']}, runs {added['runs']}; "
+            "rows replaced: readings 0, dead_letters 0, runs 0") in res.stderr
 
 
 def test_a_new_file_adds_to_a_full_runs_output(tmp_path):
@@ -438,7 +457,7 @@ def stream_pair(folder: Path) -> tuple[Path, Path]:
 
 def cli(out: Path, *inputs: str, extra: tuple[str, ...] = ()):
     args = [a for i in inputs for a in ("--input", i)]
-    return reassess_cli(*args, "--output", str(out), "--declarations", DECLARATIONS, "--incremental", "--quiet", *extra)
+    return reassess_cli(*args, "--output", str(out), "--declarations", DECLARATIONS, "--incremental", *extra)  # its notes said
 
 
 def test_a_file_renamed_after_it_was_read_is_not_read_again_and_blocks_nothing(tmp_path):
@@ -506,8 +525,8 @@ def test_an_incremental_job_from_another_working_folder_knows_every_file_empty_o
     make_input(inp, files=3, runs_per_file=2, calls_per_run=4)
     (inp / "part-empty.jsonl").write_bytes(b"")
     out = tmp_path / "out"
-    args = ("--output", str(out), "--incremental", "--quiet")
-    res = reassess_cli("--input", "in/*.jsonl", *args, "--no-progress", cwd=tmp_path / "a" / "b")
+    args = ("--output", str(out), "--incremental")
+    res = reassess_cli("--input", "in/*.jsonl", *args, "--quiet", cwd=tmp_path / "a" / "b")
     assert res.returncode == 0, res.stderr
     before = tree_bytes(out)
     assert [m["path"] for m in load_table(out, MANIFEST_TABLE)] == [str(p) for p in sorted(inp.iterdir())]

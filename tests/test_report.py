@@ -399,8 +399,10 @@ def test_without_duckdb_says_how_to_install(fixture_dir: Path, monkeypatch: pyte
 
 def test_unwritable_html_path_gives_exit_2(fixture_dir: Path, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_report([str(fixture_dir), "--html", str(tmp_path / "no" / "such" / "r.html")], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    for path in (tmp_path / "no" / "such" / "r.html", tmp_path):
+        code, stdout, err = run_report([str(fixture_dir), "--html", str(path)], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert f"--html {path} cannot be written" in err and stdout == ""  # refused before the report is printed
 
 
 # ------------------------------------------------------------------ views

@@ -1,6 +1,6 @@
 """Flink for `stream` and `reassess`: the cached job server, its process, checkpoints and state."""
 
 from .cached_jars import cached_job_server, runner_of
-from .state import FlinkSession, FlinkStartError, add_arguments, latest_checkpoint
+from .state import FlinkSession, FlinkStartError, latest_checkpoint
 
-__all__ = ["FlinkSession", "FlinkStartError", "add_arguments", "cached_job_server", "latest_checkpoint", "runner_of"]
+__all__ = ["FlinkSession", "FlinkStartError", "cached_job_server", "latest_checkpoint", "runner_of"]

@@ -35,7 +35,7 @@ from footprint_audit.transforms.stream import STATE_LAYOUT
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
 from .job_server import JobServer, JobServerError
 
-__all__ = ["add_arguments", "FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
+__all__ = ["FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
 
 
 class FlinkStartError(RuntimeError):
@@ -72,19 +72,6 @@ class FlinkDurabilityOptions(PipelineOptions):
 
 def _bool(text: str) -> bool:
     return str(text).lower() in ("1", "true", "yes")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """`stream`'s flags for durability on Flink."""
-    p.add_argument("--state-dir", metavar="DIR", default=None,
-                   help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
-    p.add_argument("--checkpoint-seconds", type=float, default=10.0,
-                   help="Flink: how often the job checkpoints, and so commits its Kafka offsets (default 10)")
-    p.add_argument("--job-server-heap-mb", type=int, default=None, metavar="MB",
-                   help="Flink: the job server's heap, which holds the embedded Flink and its state "
-                        "(default: an eighth of the machine's memory, 1024-8192)")
-    p.add_argument("--no-resume", action="store_true",
-                   help="Flink: start without the state dir's latest checkpoint (default: resume from it when there is one)")
 
 
 def latest_checkpoint(checkpoints: Path) -> Path | None:

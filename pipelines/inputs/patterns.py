@@ -29,8 +29,6 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from apache_beam.io.filesystems import FileSystems
-
 from footprint_audit.pipelines.launch import UsageError, display_name
 
 __all__ = ["expand_inputs", "iter_inputs", "check_inputs", "display_name", "file_key", "is_local"]
@@ -176,6 +174,8 @@ def _local(pattern: str, outside: _Outside) -> Iterator[tuple[str, int]]:
 
 def _remote(pattern: str, output: str | None, limit: int | None = None) -> Iterator[tuple[str, int]]:
     """`(path, size)` of each remote input (Beam's `FileSystems.match`), at most `limit` looked at."""
+    from apache_beam.io.filesystems import FileSystems  # remote paths only: a local job's launcher starts without Beam
+
     try:
         result = FileSystems.match([pattern], limits=[limit] if limit else None)[0]
     except Exception as exc:  # the remote file system's own error

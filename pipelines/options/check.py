@@ -17,32 +17,13 @@ import argparse
 import contextlib
 import difflib
 import io
-from typing import Any, Iterable, NoReturn
+from typing import Iterable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from .flags import FlagParser, OptionsError, unexpected
+
 __all__ = ["OptionsError", "FlagParser", "beam_option_names", "check_beam_args"]
-
-
-class OptionsError(Exception):
-    """An argument neither the command nor Beam takes: printed as one sentence, exit code 2."""
-
-
-class FlagParser(argparse.ArgumentParser):
-    """An `ArgumentParser` that keeps its long flags (`long_flags`), to pass to `check_beam_args`, and
-    says a mistake in one sentence (`PROG: MESSAGE`, exit code 2) instead of the usage and the error."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.long_flags: list[str] = []  # before argparse adds --help
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (--help lists the options)\n")
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        action = super().add_argument(*args, **kwargs)
-        self.long_flags.extend(o for o in action.option_strings if o.startswith("--"))
-        return action
 
 
 def _beam_parser() -> argparse.ArgumentParser:
@@ -87,7 +68,7 @@ def check_beam_args(beam_args: list[str], own_options: Iterable[str] = ()) -> No
     if first == "--":
         return
     if not first.startswith("-"):
-        raise OptionsError(f"unexpected argument '{first}' (options start with --)")
+        raise OptionsError(unexpected(first))
     name = first.split("=", 1)[0]
     close = _closest(name, [*sorted(own), *beam_option_names()])
     hint = f": did you mean {close}?" if close else " (see --help for this command's options; Beam's are its pipeline options)"

@@ -26,12 +26,14 @@ from footprint_audit.pipelines.launch import OutputError
 from footprint_audit.schemas.manifest import MANIFEST_TABLE
 from footprint_audit.schemas.tables import TABLES
 
-__all__ = ["MARKER", "LOCK", "OWNER", "OutputLock", "owner_note", "owner_alive", "check_owned", "write_marker"]
+__all__ = ["MARKER", "LOCK", "OWNER", "STAGING", "OutputLock", "owner_note", "owner_alive", "check_owned", "write_marker"]
 
 MARKER = "_FOOTPRINT_AUDIT"
 LOCK = "_LOCK"
 #: The owner note inside a staging folder.
 OWNER = "_OWNER"
+#: The folder under the output that holds each job's staging folder.
+STAGING = "_staging"
 
 
 def owner_note() -> dict:

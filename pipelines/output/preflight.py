@@ -15,17 +15,15 @@ import os
 import threading
 import uuid
 
-from apache_beam.io.filesystems import FileSystems
-
 from footprint_audit.pipelines.inputs import is_local
 from footprint_audit.pipelines.launch import OutputError, UsageError
 from footprint_audit.schemas.tables import TABLES
 
-from .manifest import MANIFEST_TABLE
-from .ownership import MARKER, check_owned
-from .publish import STAGING
+from footprint_audit.schemas.manifest import MANIFEST_TABLE
 
-__all__ = ["check_outside_tables", "check_output_name", "prepare_local", "probe_local", "check_remote"]
+from .ownership import MARKER, STAGING, check_owned
+
+__all__ = ["check_outside_tables", "check_output_name", "first_missing", "prepare_local", "probe_local", "check_remote"]
 
 _PROBE = b"footprint-audit write probe\n"
 REMOTE_ANSWER_SECONDS = 30  # a store that has not answered by then is refused (its client would retry for minutes)
@@ -48,12 +46,20 @@ def check_outside_tables(path: str, out: str, flag: str) -> None:
             raise UsageError(f"{flag} {path} is in --output's {folder}/, which the job replaces: give a path outside it")
 
 
+def first_missing(out: str) -> str | None:
+    """The topmost folder of the path `out` that is not there yet (absolute), or None when `out` is there."""
+    path, top = os.path.abspath(out), None
+    while not os.path.lexists(path):
+        path, top = os.path.dirname(path), path
+    return top
+
+
 def prepare_local(out: str, staging_name: str) -> None:
     """Create a local output folder if needed; raise `OutputError` when it cannot be used."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise OutputError(f"--output {out} is a file, not a folder", exit_code=2)
     try:
         os.makedirs(out, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # `afile`, `afile/`, `afile/sub`: one sentence, however written
+        raise UsageError(f"--output {out} is a file, not a folder: give a folder's path (it is created if needed)") from None
     except OSError as exc:
         raise OutputError(f"--output {out} cannot be created ({exc.strerror})") from None
     staging = os.path.join(out, staging_name)
@@ -109,6 +115,8 @@ def check_remote(out: str, seconds: float = REMOTE_ANSWER_SECONDS) -> None:
 
 def probe_remote(out: str) -> None:
     """The same probe through Beam's `FileSystems` (gs://, s3://, …): any failure is one sentence."""
+    from apache_beam.io.filesystems import FileSystems  # remote outputs only: a local one is locked before Beam's import
+
     first = FileSystems.join(out, f"_probe-{uuid.uuid4().hex}")
     second = first + ".renamed"
     try:
@@ -126,6 +134,8 @@ def probe_remote(out: str) -> None:
 
 def check_remote_owned(out: str) -> None:
     """Raise `OutputError` (2) when a remote output holds tables but not this tool's marker."""
+    from apache_beam.io.filesystems import FileSystems
+
     try:
         found = [t for t in TABLES if FileSystems.match([FileSystems.join(out, t, "*")])[0].metadata_list]
         owned = FileSystems.exists(FileSystems.join(out, MARKER))

@@ -36,11 +36,10 @@ from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, TABLES
 from footprint_audit.transforms.write import part_name, write_arrow_file
 
-from .ownership import MARKER, OWNER, owner_alive, owner_note, write_marker
+from .ownership import MARKER, OWNER, STAGING, owner_alive, owner_note, write_marker
 
 __all__ = ["new_staging", "publish", "discard", "clean_stale_staging", "summarize", "summary_figures", "table_files", "is_local"]
 
-STAGING = "_staging"
 #: What a publish swaps in: the three tables and the manifest of the files read (`pipelines.output.manifest`).
 PUBLISHED = {**TABLES, MANIFEST_TABLE: MANIFEST}
 #: The journal note of a publish in progress (it holds the staged folder's name).

@@ -25,7 +25,7 @@ from footprint_audit.schemas.tables import TABLES
 from footprint_audit.transforms.write import part_name, write_arrow_file
 
 from .ownership import MARKER, marker_text
-from .publish import STAGING
+from .ownership import STAGING
 
 __all__ = ["new_staging", "publish", "discard", "files_under"]
 

@@ -1,7 +1,7 @@
 """One job's output folder, from the checks before the pipeline runs to the publish or the clean-up.
 
-Pattern: a small object the launcher drives: `open` → (pipeline writes into
-         `staging`) → `publish` or `discard` → `close`.
+Pattern: a small object the launcher drives: `lock` → `open` → (pipeline writes
+         into `staging`) → `publish` or `discard` → `close`.
 Role:    a local output is checked (`preflight`), locked (`ownership.OutputLock`),
          cleared of what dead jobs left, given a staging folder with this job's
          owner note, and probed (create, write, rename) before anything is read;
@@ -9,6 +9,9 @@ Role:    a local output is checked (`preflight`), locked (`ownership.OutputLock`
          output (gs://, s3://, …) is probed and checked for foreign tables
          through Beam's `FileSystems`, and staged under it too
          (`remote_output`): published after success, marker last (no lock).
+         `lock` needs no Beam (the publish's modules are imported by the steps that
+         use them): the launcher takes a local output's lock before Beam's import,
+         so a second job on it is refused at once.
 """
 
 from __future__ import annotations
@@ -20,9 +23,7 @@ from footprint_audit.pipelines.inputs import is_local
 from footprint_audit.pipelines.launch import OutputError, deferred_interrupts
 
 from . import preflight
-from . import publish as output
-from . import remote as remote_output
-from .ownership import OutputLock, check_owned
+from .ownership import STAGING, OutputLock, check_owned
 
 __all__ = ["OutputTarget", "spill_folder"]
 
@@ -37,20 +38,32 @@ class OutputTarget:
         self.staging = out
         self._lock: OutputLock | None = None
         self._staged = False
+        self._created: str | None = None  # the topmost folder of `out` this job made, removed if nothing is published
+
+    def lock(self) -> None:
+        """Check the output's name and take a local output's lock (creating the folder if needed; idempotent);
+        raise `OutputError` (or `UsageError`) with one sentence."""
+        preflight.check_output_name(self.out)
+        if not self.local or self._lock is not None:
+            return
+        self._created = preflight.first_missing(self.out)
+        preflight.prepare_local(self.out, STAGING)
+        with deferred_interrupts():  # a lock taken is a lock recorded, for `close` to release
+            lock = OutputLock(self.out)
+            lock.acquire()
+            self._lock = lock
 
     def open(self) -> None:
-        """Check, lock and prepare the output; raise `OutputError` (or `UsageError`) with one sentence."""
-        preflight.check_output_name(self.out)
+        """Lock, check and prepare the output; raise `OutputError` (or `UsageError`) with one sentence."""
+        from . import publish as output
+        from . import remote as remote_output
+
+        self.lock()
         if not self.local:
             preflight.check_remote(self.out)
             self.staging = remote_output.new_staging(self.out)
             self._staged = True
             return
-        preflight.prepare_local(self.out, output.STAGING)
-        with deferred_interrupts():  # a lock taken is a lock recorded, for `close` to release
-            lock = OutputLock(self.out)
-            lock.acquire()
-            self._lock = lock
         try:
             check_owned(self.out)
             output.clean_stale_staging(self.out)
@@ -68,24 +81,38 @@ class OutputTarget:
 
     def publish(self) -> None:
         """Put the finished tables in place (local: the journalled swap; remote: renames, the marker after them)."""
+        from . import publish as output
+        from . import remote as remote_output
+
         if self.local:
             output.publish(self.staging, self.out, self.partition_by)
-            self._staged = False
+            self._created = None
         else:
             remote_output.publish(self.staging, self.out)
-            self._staged = False
+        self._staged = False
 
     def discard(self) -> None:
         """Remove this job's staging folder (nothing of it is published)."""
         if self._staged:
+            from . import publish as output
+            from . import remote as remote_output
+
             (output.discard if self.local else remote_output.discard)(self.staging)
             self._staged = False
 
     def close(self) -> None:
-        """Release the lock (idempotent)."""
+        """Release the lock, and remove the folders this job made for an output it did not publish
+        (each only when empty: never a file it did not write); idempotent."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        created, self._created, folder = self._created, None, os.path.abspath(self.out)
+        while created is not None and os.path.commonpath([folder, created]) == created:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+            folder = os.path.dirname(folder)
 
 
 def spill_folder(target: OutputTarget) -> str:

@@ -50,20 +50,20 @@ import glob
 import json
 import os
 import sys
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from footprint_audit.pipelines import version
 from footprint_audit.pipelines.flink import cached_job_server, runner_of
 from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_inputs, file_key
 from footprint_audit.pipelines.launch import (
     OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
 )
 from footprint_audit.pipelines.local_runner import JobRunner, Plan, worker_count
-from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
+from footprint_audit.pipelines.options import OptionsError
+from footprint_audit.pipelines.options.check import check_beam_args
 from footprint_audit.pipelines.output import (
     OutputTarget, check_outside_tables, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
     summary_figures,
@@ -76,85 +76,21 @@ from footprint_audit.transforms import join as join_mod
 from footprint_audit.transforms.dead_letters import DeadLetterCollector
 from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES, ReadInputFiles
 from footprint_audit.transforms.join import (
-    DEFAULT_MAX_PARTITION_BYTES, RECORDING, STREAM, JoinRecordingRuns, KeyLineEvents, RunCopiesToDrop, claim_of,
+    RECORDING, STREAM, JoinRecordingRuns, KeyLineEvents, RunCopiesToDrop, claim_of,
 )
 from footprint_audit.transforms.read import READER_VERSION, ApplyReaders
 
-from . import incremental
+from . import incremental, run
+from .args import parser
+from .args import say as _say
 
-__all__ = ["run", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
+__all__ = ["run", "launch", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
 
 
 #: The exit code of a job whose dead letters exceed `--max-dead-letter-rate` (its tables are written).
 EXIT_DEAD_LETTER_RATE = 3
 #: The one line of a job stopped by Ctrl-C or SIGTERM.
 INTERRUPTED = "footprint-audit reassess: interrupted; nothing was published"
-
-
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1")
-    return value
-
-
-def _parser() -> FlagParser:
-    p = FlagParser(
-        prog="footprint-audit reassess",
-        description="Re-assess recorded agentfootprint runs into Parquet readings.",
-        epilog="Any other option is passed to Beam (--runner, --direct_num_workers, Dataflow and Flink options).",
-    )
-    p.add_argument("--input", action="append", required=True, metavar="GLOB",
-                   help="a file, a folder or a glob (** for any depth); repeat for more")
-    p.add_argument("--output", required=True, metavar="DIR", help="output folder: readings/, dead_letters/, runs/")
-    p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
-    p.add_argument("--trace-value-limit", type=_positive, metavar="N",
-                   help="the attribute value length limit the traces were recorded with "
-                        "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT): a trace's text value of N characters reads as "
-                        "maybe cut by the recorder")
-    p.add_argument("--max-event-bytes", type=_positive, default=DEFAULT_MAX_EVENT_BYTES,
-                   help="an event (or a JSON document read whole, decompressed) larger than this is a "
-                        "dead letter (too-large); default 64 MiB")
-    p.add_argument("--spill-partition-bytes", type=_positive, default=DEFAULT_MAX_PARTITION_BYTES, metavar="N",
-                   help="local runner: the join of event streams goes through spill files on local disk, a "
-                        "partition of more than N bytes split again before it is joined in memory (peak memory "
-                        "follows N, not the input); the writer sorts a table file's rows in memory up to 4 × N, "
-                        "and a larger file's in sorted runs of 4 × N merged from local disk; default 64 MiB")
-    p.add_argument("--shards", type=_at_least(0), default=0, help="readings files to write (0, the default: by input size)")
-    p.add_argument("--partition-by", choices=sorted(PARTITION_KEYS), metavar="KEY",
-                   help="write the tables Hive-partitioned by KEY: ended_date (the UTC date of readings' and "
-                        "runs' ended_at, dead letters' recorded_at), TABLE/ended_date=YYYY-MM-DD/part-….parquet")
-    p.add_argument("--workers", type=_positive, metavar="N",
-                   help="Python worker processes on this machine (Flink: parallelism); default: every core")
-    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--quiet", action="store_true", help="no summary at the end")
-    p.add_argument("--max-dead-letter-rate", type=_rate, metavar="R",
-                   help="exit with code 3 (after writing the tables) when dead letters are more than R "
-                        "(0..1) of the events read")
-    p.add_argument("--summary-json", metavar="FILE", help="also write the summary's figures to FILE as JSON")
-    p.add_argument("--incremental", action="store_true",
-                   help="read only the input files the output has not seen (by path, size and sha256) and add "
-                        "their rows; a changed file's rows are replaced, a moved one is not read again")
-    p.add_argument("--version", action="version", version=f"footprint-audit {version()}")
-    return p
-
-
-def _at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of `minimum` or more, else one sentence (exit 2)."""
-
-    def whole(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text} is not a whole number of {minimum} or more")
-        return value
-
-    return whole
-
-
-_positive = _at_least(1)
 
 
 def build_pipeline(
@@ -224,18 +160,12 @@ def _recording_claims(rows: list[dict]) -> list:
     return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
-def _say(sentence: str) -> None:
-    print(f"footprint-audit reassess: {sentence}", file=sys.stderr)
-
-
-def run(argv: list[str] | None = None) -> int:
-    """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
-    dead-letter rate, 130 or 143 interrupted by Ctrl-C or SIGTERM)."""
-    parser = _parser()
-    args, beam_args = parser.parse_known_args(argv)
+def launch(args: argparse.Namespace, beam_args: list[str], target: OutputTarget) -> int:
+    """Check the job's arguments, then run it into `target` (its lock taken by `pipelines.reassess.run`,
+    which parsed `args` and releases the lock); returns the exit code."""
     out = args.output
     try:
-        check_beam_args(beam_args, parser.long_flags)
+        check_beam_args(beam_args, parser().long_flags)
         declarations = load_declarations(args.declarations, args.trace_value_limit)
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
@@ -248,7 +178,6 @@ def run(argv: list[str] | None = None) -> int:
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
         return 2
-    target = OutputTarget(out, args.partition_by)
     try:
         try:
             target.open()

@@ -303,13 +303,14 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int]:
+def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, dict[str, int]]:
     """Build the output's next tables in `staging`: the published files (hard links, or rewritten
-    without the rows of the files read again) and the pass's new files; returns the rows dropped and added."""
+    without the rows of the files read again) and the pass's new files; returns each table's rows
+    dropped and added (`{"readings": {"dropped": 0, "added": 63}, …}`)."""
     replaced = pa.array(sorted(plan.replaced), type=pa.string())
     prefix = increment_prefix(plan.increment)
-    counts = {"dropped": 0, "added": 0}
-    for table in TABLES:
+    every = {table: {"dropped": 0, "added": 0} for table in TABLES}
+    for table, counts in every.items():
         target = Path(staging) / table
         target.mkdir(parents=True, exist_ok=True)
         for f in _table_files(out, table):
@@ -342,7 +343,7 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, int
                 folder.mkdir(parents=True, exist_ok=True)
                 os.replace(f, folder / f"{prefix}{f.name}")
     shutil.rmtree(pass_dir, ignore_errors=True)
-    return counts
+    return every
 
 
 def read_increment(plan: Plan, names: list[str], out: str, staging: str,
@@ -363,8 +364,9 @@ def read_increment(plan: Plan, names: list[str], out: str, staging: str,
     counts = assemble(out, staging, pass_dir, plan)
     if say:
         say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "
-            f"{len(plan.pulled)} read again, {len(plan.duplicates)} duplicate(s); "
-            f"{counts['added']} rows added, {counts['dropped']} replaced")
+            f"{len(plan.pulled)} read again, {len(plan.duplicates)} duplicate(s); rows added: "
+            + ", ".join(f"{table} {n['added']}" for table, n in counts.items()) + "; rows replaced: "
+            + ", ".join(f"{table} {n['dropped']}" for table, n in counts.items()))
 
 
 def same_bytes_note(plan: Plan) -> str | None:

@@ -443,6 +443,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_writable(path: Path) -> None:
+    """Refuse (`ReportError`) an `--html` path that cannot be written, before anything is printed: it is
+    opened for appending (a file already there is left as it was; one made by this check is removed)."""
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as err:
+        raise ReportError(f"--html {path} cannot be written ({err.strerror or err}): give a file in a folder "
+                          "that exists and can be written.") from None
+    if not existed:
+        os.remove(path)
+
+
 def write_html(summary: Summary, path: Path) -> None:
     try:
         path.write_text(build_html(summary), encoding="utf-8")
@@ -458,6 +472,8 @@ def run(argv: list[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         tables = check_output_dir(args.dir)
+        if args.html is not None:
+            check_writable(args.html)
         if args.sql:
             # UTC, as the report buckets and dates its calls
             sys.stdout.write("SET TimeZone = 'UTC';\n" + views_sql(args.dir))

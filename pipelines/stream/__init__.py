@@ -1,5 +1,19 @@
-"""`footprint-audit stream`: the streaming job, its watch and its end-of-run summary."""
+"""`footprint-audit stream`: the streaming job, its watch and its end-of-run summary.
 
-from .command import run
+`run` answers `--help` and a usage mistake (`args`) before Beam is imported; the job itself is
+`command.launch`.
+"""
+
+from __future__ import annotations
+
+from .args import parse
 
 __all__ = ["run"]
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
+    args, beam_args = parse(argv)
+    from .command import launch  # Beam's import: a second or more
+
+    return launch(args, beam_args)

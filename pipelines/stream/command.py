@@ -44,21 +44,23 @@ from footprint_audit.pipelines.compact import Compactor, compact_output
 from footprint_audit.pipelines.inputs import expand_inputs
 from footprint_audit.pipelines.launch import UsageError, failure_sentence, interrupted_exit
 from footprint_audit.pipelines.local_runner import JobRunner
-from footprint_audit.pipelines.options import FlagParser, OptionsError, check_beam_args
+from footprint_audit.pipelines.options import OptionsError
+from footprint_audit.pipelines.options.check import check_beam_args
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
-from footprint_audit.transforms.decode import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.transforms.stream import (
     COUNT_FIXES, COUNTS, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
     ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
     records_read, status_snapshot,
 )
 
+from . import run
 from . import watch as stream_watch
+from .args import parser
 from .summary import stream_summary
 
-__all__ = ["run", "build_stream", "parse_source", "UsageError"]
+__all__ = ["run", "launch", "build_stream", "parse_source", "UsageError"]
 
 
 #: How many times a job whose Kafka read never started is submitted in all.
@@ -195,43 +197,6 @@ def build_stream(
         )
 
 
-def _parser() -> FlagParser:
-    p = FlagParser(
-        prog="footprint-audit stream",
-        description="Audit agentfootprint runs as their events arrive; readings by event time.",
-        epilog="Any other option is passed to Beam (--runner, --streaming, Flink's and Dataflow's options).",
-    )
-    p.add_argument("--source", required=True, metavar="URI", help="kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
-    p.add_argument("--output", required=True, metavar="DIR", help="output folder (readings/, dead_letters/, runs/, one folder per window)")
-    p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
-    p.add_argument("--grace-seconds", type=float, default=30.0, help="event time to wait after tool_end before reading (default 30)")
-    p.add_argument("--allowed-lateness-seconds", type=float, default=600.0, help="how late an event may still correct a reading (default 600)")
-    p.add_argument("--window-seconds", type=float, default=60.0, help="event-time length of the output's folders (default 60)")
-    p.add_argument("--flush-seconds", type=int, default=2, help="how often rows are written, in whole seconds of wall clock (default 2)")
-    p.add_argument("--out-of-orderness-seconds", type=float, default=5.0,
-                   help="Kafka: how far behind the latest event an event may still arrive on time (default 5)")
-    p.add_argument("--idle-seconds", type=float, default=10.0,
-                   help="Kafka: a partition caught up this long does not hold event time back (default 10)")
-    p.add_argument("--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES)
-    p.add_argument("--trace-value-limit", type=int, metavar="N",
-                   help="the attribute value length limit the traces were recorded with: a trace's text value of "
-                        "N characters reads as maybe cut by the recorder")
-    p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
-    p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
-    p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
-    p.add_argument("--compact-seconds", type=float, default=300.0,
-                   help="roll the idle window folders up into one file each this often, and once at the end of a "
-                        "bounded run (0: never; default 300; local output only)")
-    p.add_argument("--retain-hours", type=float, default=0,
-                   help="the roll-up deletes window folders whose window ended more than N hours ago (default 0: keep all)")
-    p.add_argument("--read-start-seconds", type=float, default=120.0,
-                   help="Flink: submit the job again when its Kafka read has not started this long after the job's "
-                        "first completed checkpoint (0: never; default 120)")
-    flink_state.add_arguments(p)
-    stream_watch.add_arguments(p)
-    return p
-
-
 def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> stream_watch.Watch:
     """The running job's progress line, metrics endpoint and outage lines (`pipelines.stream.watch`)."""
     kind, parts = parse_source(args.source)
@@ -348,12 +313,10 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
         return state
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
-    parser = _parser()
-    args, beam_args = parser.parse_known_args(argv)
+def launch(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """Check the job's arguments (parsed by `pipelines.stream.run`), then run it; returns the exit code."""
     try:
-        check_beam_args(beam_args, parser.long_flags)
+        check_beam_args(beam_args, parser().long_flags)
         declarations = load_declarations(args.declarations, args.trace_value_limit)
         args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
         kind, parts = parse_source(args.source)

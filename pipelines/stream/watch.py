@@ -18,7 +18,6 @@ launcher's own.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import os
@@ -35,31 +34,12 @@ from footprint_audit.pipelines.flink import latest_checkpoint
 from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.transforms.stream import reset_status, status_snapshot
 
-__all__ = ["add_arguments", "Figures", "progress_line", "prometheus_text", "Outage", "KafkaCheck", "Watch"]
+__all__ = ["Figures", "progress_line", "prometheus_text", "Outage", "KafkaCheck", "Watch"]
 
 #: How often the figures are gathered and the brokers asked (also when no line is due).
 CHECK_SECONDS = 5.0
 #: How long the brokers have to answer one check before they count as unreachable.
 KAFKA_TIMEOUT = 10.0
-
-
-def _at_least_zero(kind: type, most: float = math.inf) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if not 0 <= value <= most:
-            raise argparse.ArgumentTypeError("must be 0 or more" + (f" and {most} or less" if most < math.inf else ""))
-        return value
-
-    return parse
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """`stream`'s flags for watching the running job."""
-    p.add_argument("--progress-seconds", type=_at_least_zero(float), default=60.0,
-                   help="print a progress line on stderr this often (0: never; default 60)")
-    p.add_argument("--metrics-port", type=_at_least_zero(int, 65535), default=0, metavar="PORT",
-                   help="serve the progress figures for Prometheus on 127.0.0.1:PORT/metrics, and readiness on "
-                        "/ready (default: no endpoint)")
 
 
 @dataclass(frozen=True)

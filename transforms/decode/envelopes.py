@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from footprint_audit.readers import JSONError, parse_json
+from footprint_audit.schemas.defaults import DEFAULT_MAX_EVENT_BYTES
 from footprint_audit.schemas.events import (
     EVENT_PREFIX, REASON_MISSING_RUN_ID, REASON_NOT_AN_EVENT, REASON_NOT_JSON, REASON_TOO_LARGE, DeadLetter, Event,
     short_type,
@@ -41,8 +42,6 @@ __all__ = [
 
 _EVENT_PREFIX_LEN = len(EVENT_PREFIX)
 
-#: Default cap on one event (one line, one SSE block, one document element).
-DEFAULT_MAX_EVENT_BYTES = 64 << 20
 
 #: How much of an oversized element a dead letter keeps (the row keeps 64 KiB).
 RAW_KEEP_BYTES = 64 << 10

@@ -36,13 +36,12 @@ from apache_beam.utils.windowed_value import WindowedValue
 from footprint_audit.transforms.decode import CallGroup
 
 from .keyed import COUNTS, JoinCallFn, run_facts
+from footprint_audit.schemas.defaults import DEFAULT_MAX_PARTITION_BYTES
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
 #: Spill partitions of the first level (each bundle writes at most this many files).
 PARTITIONS = 128
-#: A partition whose spilled bytes are more than this is split again before it is joined.
-DEFAULT_MAX_PARTITION_BYTES = 64 << 20
 #: Bytes buffered per partition before they are appended to its file.
 _BUFFER_BYTES = 256 << 10
 _HEAD = struct.Struct("<II")  # the key's length, the held event's length
