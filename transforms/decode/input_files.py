@@ -107,6 +107,12 @@ class ReadInputFiles(beam.PTransform):
     Each element is a file's name as the tables show it (`local_paths` maps the few
     names that differ from where the file is opened: a local name that is not UTF-8),
     or `(os.fsencode(path), size)` as the job lists its inputs (`pipelines.inputs.listing`).
+
+    Args:
+        max_event_bytes: the largest event (a line, an element) read; a larger one is a `too-large` dead letter.
+        total_files: how many files the job reads (the progress lines' "of N").
+        progress: whether a worker prints progress lines.
+        local_paths: table names → where the file is opened, for the names that differ.
     """
 
     def __init__(
@@ -121,6 +127,9 @@ class ReadInputFiles(beam.PTransform):
         self.total_files = total_files
         self.progress = progress
         self.local_paths = dict(local_paths or {})
+
+    def display_data(self) -> dict:
+        return {"max_event_bytes": self.max_event_bytes, "total_files": self.total_files}
 
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
         read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)

@@ -169,7 +169,14 @@ class _JoinPartitionFn(JoinCallFn):
 
 class SpillJoinEventStream(beam.PTransform):
     """Keyed stream events + run facts → calls (main) and partial counts (`COUNTS`), as
-    `JoinLineEvents`, with the events grouped through spill files under `folder`."""
+    `JoinLineEvents`, with the events grouped through spill files under `folder`.
+
+    Args:
+        facts: the runs' facts (`FACTS`), the join's side input.
+        folder: a local folder for the spill files.
+        max_partition_bytes: a partition larger than this is split again before it is joined in memory.
+        partitions: how many partitions the events are spilled into.
+    """
 
     def __init__(self, facts: beam.PCollection, folder: str, max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
                  partitions: int = PARTITIONS) -> None:
@@ -178,6 +185,9 @@ class SpillJoinEventStream(beam.PTransform):
         self.folder = folder
         self.max_partition_bytes = max_partition_bytes
         self.partitions = partitions
+
+    def display_data(self) -> dict:
+        return {"folder": self.folder, "max_partition_bytes": self.max_partition_bytes, "partitions": self.partitions}
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         facts = run_facts(self._facts)

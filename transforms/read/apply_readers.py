@@ -58,13 +58,22 @@ class _ApplyReadersFn(beam.DoFn):
 
 
 class ApplyReaders(beam.PTransform):
-    """Groups of calls → one list of `readings` rows per group (a row per call, in order)."""
+    """Groups of calls → one list of `readings` rows per group (a row per call, in order).
+
+    Args:
+        declarations: each tool's `rowsAt`, and the trace value limit (`--declarations`, `--trace-value-limit`).
+        reader_version: the reader rules' version each row records.
+        progress: whether a worker prints progress lines.
+    """
 
     def __init__(self, declarations: Declarations, reader_version: str = READER_VERSION, progress: bool = False) -> None:
         super().__init__()
         self.declarations = declarations
         self.reader_version = reader_version
         self.progress = progress
+
+    def display_data(self) -> dict:
+        return {"reader_version": self.reader_version, "declarations_sha256": self.declarations.sha256 or "none"}
 
     def expand(self, calls: beam.PCollection) -> beam.PCollection:
         read = _ApplyReadersFn(self.declarations, self.reader_version, self.progress)

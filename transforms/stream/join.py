@@ -535,7 +535,15 @@ def _late(source: str, ev: Event, run_id: str) -> dict:
 
 class StatefulCallJoin(beam.PTransform):
     """A run's call events, several at once, `(run_id, ((call_id, type, encode_held(source, Event),
-    behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table)."""
+    behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table).
+
+    Args:
+        declarations: each tool's `rowsAt`, and the trace value limit.
+        grace_seconds: how long after a `tool_end` a call waits for late declarations before it is read.
+        allowed_lateness_seconds: how long after that an event still corrects a reading (later: `late`).
+        reader_version: the reader rules' version each row records.
+        clock: the time `emitted_at` is taken from.
+    """
 
     def __init__(
         self,
@@ -553,6 +561,10 @@ class StatefulCallJoin(beam.PTransform):
             reader_version,
             clock,
         )
+
+    def display_data(self) -> dict:
+        return {"grace_ms": self.fn.grace_ms, "allowed_lateness_ms": self.fn.lateness_ms,
+                "reader_version": self.fn.reader_version}
 
     def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.

@@ -575,11 +575,20 @@ def _idle_after(positions: Iterable[PartitionPosition], idle_ms: int, now_ms: in
 
 class ReadKafkaEvents(beam.PTransform):
     """A Kafka topic → `(source, Event)` and dead-letter rows, at their event times (`events`), and
-    the one element the read starts from (`topic`: what else must follow the read's own watermark)."""
+    the one element the read starts from (`topic`: what else must follow the read's own watermark).
+
+    Args:
+        spec: the brokers, topic and consumer group, and the read's limits (`KafkaSpec`).
+    """
 
     def __init__(self, spec: KafkaSpec) -> None:
         super().__init__()
         self.spec = spec
+
+    def display_data(self) -> dict:
+        s = self.spec
+        return {"brokers": s.brokers, "topic": s.topic, "group": s.group, "max_event_bytes": s.max_event_bytes,
+                "out_of_orderness_ms": s.out_of_orderness_ms, "max_records": s.max_records}
 
     def expand(self, p: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         topic = p | "Topic" >> beam.Create([self.spec])

@@ -36,12 +36,20 @@ def publish_ms(when: Any) -> int | None:
 
 
 class ReadPubSubEvents(beam.PTransform):
-    """`projects/P/subscriptions/S` → timestamped `(source, Event, behind_ms)` and dead-letter rows."""
+    """`projects/P/subscriptions/S` → timestamped `(source, Event, behind_ms)` and dead-letter rows.
+
+    Args:
+        subscription: the Pub/Sub subscription read.
+        max_event_bytes: the largest message read; a larger one is a `too-large` dead letter.
+    """
 
     def __init__(self, subscription: str, max_event_bytes: int) -> None:
         super().__init__()
         self.subscription = subscription
         self.max_event_bytes = max_event_bytes
+
+    def display_data(self) -> dict:
+        return {"subscription": self.subscription, "max_event_bytes": self.max_event_bytes}
 
     def expand(self, p: beam.pvalue.PBegin) -> beam.PCollection:
         messages = pubsub_messages(p.pipeline, self.subscription)

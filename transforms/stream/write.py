@@ -137,7 +137,14 @@ def every_few_seconds(flush_seconds: int) -> beam.WindowInto:
 
 
 class WriteStreamTable(beam.PTransform):
-    """Rows of one table → a Parquet file per event-time window folder every `flush_seconds` (whole seconds)."""
+    """Rows of one table → a Parquet file per event-time window folder every `flush_seconds` (whole seconds).
+
+    Args:
+        table: the table's name (its folder under `directory`).
+        directory: the output folder.
+        window_seconds: the event-time window a folder holds.
+        flush_seconds: how often a file is written.
+    """
 
     def __init__(self, table: str, directory: str, window_seconds: float = 60.0, flush_seconds: int = 2) -> None:
         super().__init__()
@@ -145,6 +152,10 @@ class WriteStreamTable(beam.PTransform):
         self.directory = directory
         self.window_seconds = window_seconds
         self.flush_seconds = flush_seconds
+
+    def display_data(self) -> dict:
+        return {"table": self.table, "directory": self.directory, "window_seconds": self.window_seconds,
+                "flush_seconds": self.flush_seconds}
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         return (
