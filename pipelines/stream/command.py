@@ -103,6 +103,12 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
         raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
+def kafka_spec(args: argparse.Namespace, parts: dict[str, str], **read: Any) -> KafkaSpec:
+    """The one `KafkaSpec` of a `kafka://` source: its brokers, topic, the job's consumer group and event
+    size cap, and what the read itself adds (`read`: its limits and markers)."""
+    return KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes, **read)
+
+
 def positions_file(end_marker: str | None) -> str:
     """Where a bounded Kafka read that ended leaves its final positions (beside the end marker)."""
     return f"{end_marker}.positions" if end_marker else ""
@@ -119,11 +125,8 @@ def _events(
         files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], args.output))
         return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
     if kind == "kafka":
-        spec = KafkaSpec(
-            brokers=parts["brokers"],
-            topic=parts["topic"],
-            group=args.consumer_group,
-            max_event_bytes=args.max_event_bytes,
+        spec = kafka_spec(
+            args, parts,
             out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
             idle_ms=int(args.idle_seconds * 1000),
             rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000)
@@ -302,8 +305,7 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
             # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
             # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
             # checkpoint taken mid-read (read again) or after the read finished (it would never read)
-            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
-            if commit_positions(group, positions_file(end_marker)):
+            if commit_positions(kafka_spec(args, parts), positions_file(end_marker)):
                 session.forget_checkpoints()
         if state == NOT_STARTED and started is not None and not os.path.exists(started):
             # the read never ran, so the cancelled job's checkpoints hold nothing the one it restored
@@ -330,8 +332,7 @@ def launch(args: argparse.Namespace, beam_args: list[str]) -> int:
                              "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
-            group = KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes)
-            if args.max_records and records_read(group) >= args.max_records:  # before a job starts (and resumes)
+            if args.max_records and records_read(kafka_spec(args, parts)) >= args.max_records:  # before a job starts (and resumes)
                 print(f"footprint-audit stream: group {args.consumer_group} has already read the {args.max_records} "
                       f"records --max-records asks for on {parts['topic']}; nothing to do")
                 return 0

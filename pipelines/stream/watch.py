@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from footprint_audit.pipelines.flink import latest_checkpoint
 from footprint_audit.pipelines.launch import UsageError
-from footprint_audit.transforms.stream import reset_status, status_snapshot
+from footprint_audit.transforms.stream import consumer_config, reset_status, status_snapshot
 
 __all__ = ["Figures", "progress_line", "prometheus_text", "Outage", "KafkaCheck", "Watch"]
 
@@ -149,8 +149,7 @@ class KafkaCheck:
         from confluent_kafka import Consumer
 
         self.topic, self.timeout = topic, timeout
-        self.consumer = Consumer({"bootstrap.servers": brokers, "group.id": group, "enable.auto.commit": False,
-                                  "log_level": 0})
+        self.consumer = Consumer(consumer_config(brokers, group))
 
     def lag(self, positions: dict[int, int] | None) -> int | None:
         """Records not read yet, summed over partitions, from the read's `positions` (None: the group's

@@ -2,7 +2,7 @@
 
 from .events import COUNTS, KEYED, ClassifyAndKeyFn, ReadFilesAsStreamFn
 from .join import COUNT_FIXES, STATE_LAYOUT, StatefulCallJoin
-from .kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, records_read
+from .kafka_read import KafkaSpec, ReadKafkaEvents, check_topic, commit_positions, consumer_config, records_read
 from .pubsub_read import ReadPubSubEvents
 from .status import reset_status, status_snapshot
 from .write import MarkEndOfInput, WriteStreamTable, every_few_seconds
@@ -10,6 +10,6 @@ from .write import MarkEndOfInput, WriteStreamTable, every_few_seconds
 __all__ = [
     "COUNTS", "COUNT_FIXES", "ClassifyAndKeyFn", "KEYED", "KafkaSpec", "MarkEndOfInput",
     "ReadFilesAsStreamFn", "ReadKafkaEvents", "ReadPubSubEvents", "STATE_LAYOUT", "StatefulCallJoin",
-    "WriteStreamTable", "check_topic", "commit_positions", "every_few_seconds", "records_read", "reset_status",
+    "WriteStreamTable", "check_topic", "commit_positions", "consumer_config", "every_few_seconds", "records_read", "reset_status",
     "status_snapshot",
 ]

@@ -46,7 +46,7 @@ from . import status as stream_status
 from .events import stamp_message
 
 __all__ = [
-    "ReadKafkaEvents", "KafkaSpec", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
+    "ReadKafkaEvents", "KafkaSpec", "consumer_config", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
     "write_positions", "commit_positions", "records_read",
 ]
 
@@ -334,15 +334,20 @@ def _broker_error(error: Any) -> None:
     KAFKA_LOG.warning("Kafka: %s (the consumer retries by itself)", error)
 
 
+def consumer_config(brokers: str, group: str, **settings: Any) -> dict[str, Any]:
+    """The one configuration of a Kafka consumer of this tool: never commits on its own (offsets are
+    committed when a checkpoint is finalized, or by the launcher after a bounded read), quiet, and
+    `settings` on top (the read's limits, its logger)."""
+    return {"bootstrap.servers": brokers, "group.id": group, "enable.auto.commit": False, "log_level": 0, **settings}
+
+
 def _consumer(spec: KafkaSpec) -> Any:
     from confluent_kafka import Consumer
 
     fetch = max(spec.max_event_bytes, 50 << 20)
-    return Consumer(
-        {
-            "bootstrap.servers": spec.brokers,
-            "group.id": spec.group,
-            "enable.auto.commit": False,
+    return Consumer(consumer_config(
+        spec.brokers, spec.group,
+        **{
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
             # A record may be as large as an event may be.
@@ -352,8 +357,8 @@ def _consumer(spec: KafkaSpec) -> Any:
             "log_level": 3,  # errors only
             "logger": KAFKA_LOG,
             "error_cb": _broker_error,
-        }
-    )
+        },
+    ))
 
 
 @dataclass
@@ -600,7 +605,7 @@ def check_topic(brokers: str, topic: str, timeout_seconds: float = 20.0) -> None
     the launcher says so before a job starts, instead of a job that retries forever."""
     from confluent_kafka import Consumer, KafkaException
 
-    consumer = Consumer({"bootstrap.servers": brokers, "group.id": "footprint-audit-check", "log_level": 0})
+    consumer = Consumer(consumer_config(brokers, "footprint-audit-check"))
     try:
         meta = consumer.list_topics(topic, timeout=timeout_seconds)
     except KafkaException as exc:
