@@ -8,7 +8,7 @@ job on a locked output is refused before anything slow; the job itself is `comma
 from __future__ import annotations
 
 from footprint_audit.pipelines.launch import OutputError, UsageError, held_interrupts
-from footprint_audit.pipelines.output.target import OutputTarget
+from footprint_audit.pipelines.output import OutputTarget
 
 from .args import parse, say
 

@@ -62,8 +62,7 @@ from footprint_audit.pipelines.launch import (
     OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
 )
 from footprint_audit.pipelines.local_runner import JobRunner, Plan, worker_count
-from footprint_audit.pipelines.options import OptionsError
-from footprint_audit.pipelines.options.check import check_beam_args
+from footprint_audit.pipelines.options import OptionsError, check_beam_args
 from footprint_audit.pipelines.output import (
     OutputTarget, check_outside_tables, duplicate_letters, duplicates_of, file_sha256, spill_folder, stage_manifest, summarize,
     summary_figures,

@@ -44,8 +44,7 @@ from footprint_audit.pipelines.compact import Compactor, compact_output
 from footprint_audit.pipelines.inputs import expand_inputs
 from footprint_audit.pipelines.launch import UsageError, failure_sentence, interrupted_exit
 from footprint_audit.pipelines.local_runner import JobRunner
-from footprint_audit.pipelines.options import OptionsError
-from footprint_audit.pipelines.options.check import check_beam_args
+from footprint_audit.pipelines.options import OptionsError, check_beam_args
 from footprint_audit.schemas.declarations import Declarations, DeclarationsError, load_declarations
 from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
