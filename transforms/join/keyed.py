@@ -24,18 +24,17 @@ from typing import Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, DeadLetter, Event, SourceFile
 from footprint_audit.transforms.calls import (
     CALL, NOT_NEEDED, RunCounts, RunFacts, add_counts, count_event, count_joined, counts_for, dead_letter_of,
     document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
+from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 from footprint_audit.transforms.decode import CallGroup, call_events, call_key
+from footprint_audit.transforms.process import in_global_window
 
 from .held_codec import decode_held, encode_held, pack_held, unpack_held
-from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
 
 __all__ = [
     "JoinRecordingRuns",
@@ -138,7 +137,7 @@ class _KeyEventFn(beam.DoFn):
         for tag, gathered in ((FACTS, self._facts), (KEYED, self._calls)):
             for key, held in gathered.items():
                 value = (key, pack_held(held))
-                yield pvalue.TaggedOutput(tag, WindowedValue(value, 0, (GlobalWindow(),)) if windowed else value)
+                yield pvalue.TaggedOutput(tag, in_global_window(value) if windowed else value)
             gathered.clear()
         self._held = 0
 
@@ -169,7 +168,7 @@ class _KeyEventFn(beam.DoFn):
 def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
     """A bundle's added-up counts, one `((run_id, source_file), RunCounts)` per key, on `tag`."""
     for key, c in counts.items():
-        yield pvalue.TaggedOutput(tag, WindowedValue((key, c), 0, (GlobalWindow(),)))
+        yield pvalue.TaggedOutput(tag, in_global_window((key, c)))
 
 
 class KeyLineEvents(beam.PTransform):

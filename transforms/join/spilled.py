@@ -30,13 +30,13 @@ from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
+from footprint_audit.schemas.defaults import DEFAULT_MAX_PARTITION_BYTES
 from footprint_audit.transforms.decode import CallGroup
+from footprint_audit.transforms.process import in_global_window
 
 from .keyed import COUNTS, JoinCallFn, run_facts
-from footprint_audit.schemas.defaults import DEFAULT_MAX_PARTITION_BYTES
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
@@ -122,7 +122,7 @@ class _SpillFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for part, path in sorted(self._spiller.close().items()):
-            yield WindowedValue((part, path), 0, (GlobalWindow(),))
+            yield in_global_window((part, path))
 
 
 class _JoinPartitionFn(JoinCallFn):

@@ -26,10 +26,10 @@ import zlib
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.transforms.calls import RunCounts, add_counts, run_row
+from footprint_audit.transforms.process import in_global_window
 
 __all__ = ["SpillLineRunRows", "PARTITIONS"]
 
@@ -85,7 +85,7 @@ class _SpillCountsFn(beam.DoFn):
             path = os.path.join(self.folder, f"{name}-p{part:03d}.counts")
             with open(path, "wb") as f:
                 pickle.dump(parts[part], f, protocol=pickle.HIGHEST_PROTOCOL)
-            yield WindowedValue((part, path), 0, (GlobalWindow(),))
+            yield in_global_window((part, path))
 
 
 def _partition_rows(item: tuple[int, Iterable[str]]) -> Iterator[dict]:

@@ -21,8 +21,7 @@ from typing import Any, Iterable
 import apache_beam as beam
 import orjson
 from apache_beam import pvalue
-from apache_beam.transforms.window import GlobalWindow, TimestampedValue
-from apache_beam.utils.windowed_value import WindowedValue
+from apache_beam.transforms.window import TimestampedValue
 
 from footprint_audit.readers.jsvalues import is_js_number
 from footprint_audit.schemas.events import REASON_BAD_FIELD, RUN_EVENT_TYPES, DeadLetter, Event
@@ -32,6 +31,7 @@ from footprint_audit.transforms.calls import (
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
 from footprint_audit.transforms.decode import call_key, items_from_message, open_source
 from footprint_audit.transforms.join import encode_held
+from footprint_audit.transforms.process import in_global_window
 
 __all__ = [
     "KEYED",
@@ -147,10 +147,10 @@ class ClassifyAndKeyFn(beam.DoFn):
     def _batches(self) -> Iterable[Any]:
         calls, self._calls, self._held = self._calls, {}, 0
         for key, events in calls.items():
-            yield pvalue.TaggedOutput(KEYED, _at((key, tuple(events)), min(e[4] for e in events)))
+            yield pvalue.TaggedOutput(KEYED, in_global_window((key, tuple(events)), min(e[4] for e in events) / 1000))
         counts, self._counts = self._counts, {}
         for count_key, (total, first_ms) in counts.items():
-            yield pvalue.TaggedOutput(COUNTS, _at((count_key, total), first_ms))
+            yield pvalue.TaggedOutput(COUNTS, in_global_window((count_key, total), first_ms / 1000))
 
     def finish_bundle(self) -> Iterable[Any]:
         return self._batches()
@@ -196,6 +196,3 @@ def _fact(ev: Event) -> bytes:
         return orjson.dumps([ev.type, None, None])
 
 
-def _at(value: Any, ms: int) -> WindowedValue:
-    """`value` in the global window at `ms` (what `finish_bundle` must give: the window too)."""
-    return WindowedValue(value, ms / 1000, (GlobalWindow(),))

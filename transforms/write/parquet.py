@@ -54,11 +54,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS, TABLES
-from footprint_audit.transforms.process import give_back_memory, release_arrow_memory
+from footprint_audit.transforms.process import give_back_memory, in_global_window, release_arrow_memory
 
 __all__ = [
     "WriteTable",
@@ -225,9 +224,9 @@ class _BatchRowsFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for kv in self._spill_or_pass(self._flush()):
-            yield WindowedValue(kv, 0, (GlobalWindow(),))
+            yield in_global_window(kv)
         for key, path in sorted(self._spilled.items()):
-            yield WindowedValue((key, path), 0, (GlobalWindow(),))
+            yield in_global_window((key, path))
         self._spilled = {}
 
     def _spill_or_pass(self, batches: list[tuple[tuple, bytes]]) -> list[tuple[tuple, bytes]]:
