@@ -158,7 +158,7 @@ def _stream(p: Any, records: list[bytes], start_s: float, producer_ms: int) -> t
           .advance_watermark_to(start_s + 100_000)
           .advance_watermark_to_infinity())
     events = p | ts | "Parse" >> beam.ParDo(ParseMessageFn(64 << 20))
-    classified = events | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused")
+    classified = events | beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED)
     return classified, classified[KEYED] | StatefulCallJoin(load_declarations(str(DECLARATIONS)))
 
 

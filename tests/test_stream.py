@@ -404,7 +404,7 @@ def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
     elsewhere = Event(0, "stream.tool_start", {"toolCallId": "c1", "toolName": "x"}, {"runId": "r2", "wallClockMs": (T0 + 2) * 1000})
     items = [stamp("kafka://t/0", e)[0] for e in (START, ABSENT, other, END, elsewhere)]
     with beam.Pipeline(runner=FnApiRunner()) as p:
-        out = p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused")
+        out = p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED)
         keyed = out[KEYED]
         summary = keyed | beam.Map(lambda kv: (kv[0], sorted((h[0], h[1], h[4]) for h in kv[1])))
         times = keyed | "Times" >> beam.Map(lambda kv, t=beam.DoFn.TimestampParam: (kv[0], t.micros // 1000))

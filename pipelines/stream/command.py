@@ -165,7 +165,7 @@ def build_stream(
     """
     events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
     classified = gives_dead_letters(
-        events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(KEYED, DEAD_LETTERS, COUNTS, main="unused"))
+        events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED))
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
         declarations, args.grace_seconds, args.allowed_lateness_seconds
     )

@@ -132,12 +132,15 @@ class _KeyEventFn(beam.DoFn):
             found.append(held)
         self._held += len(held)
 
-    def _gathered(self, windowed: bool) -> Iterator[pvalue.TaggedOutput]:
-        """The gathered keys, one `(key, packed held events)` each (a bundle's end: as windowed values)."""
+    def _gathered(self, windowed: bool) -> Iterator[Any]:
+        """The gathered keys, one `(key, packed held events)` each: the calls' on the main output, the
+        facts' on `FACTS` (a bundle's end: as windowed values)."""
         for tag, gathered in ((FACTS, self._facts), (KEYED, self._calls)):
             for key, held in gathered.items():
-                value = (key, pack_held(held))
-                yield pvalue.TaggedOutput(tag, in_global_window(value) if windowed else value)
+                value: Any = (key, pack_held(held))
+                if windowed:
+                    value = in_global_window(value)
+                yield value if tag == KEYED else pvalue.TaggedOutput(tag, value)
             gathered.clear()
         self._held = 0
 
@@ -172,13 +175,13 @@ def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterato
 
 
 class KeyLineEvents(beam.PTransform):
-    """Stream events → `KEYED` ((run_id, call_id), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
+    """Stream events → `KEYED`, the main output ((run_id, call key), held events), `FACTS` (run_id, held events), `DEAD_LETTERS`,
     `COUNTS`. A key's held events of one bundle (`transforms.join.held_codec.encode_held(file, Event)`) cross the shuffle
     as one element, packed by `transforms.join.held_codec.pack_held`."""
 
     def expand(self, events: beam.PCollection) -> pvalue.DoOutputsTuple:
         return gives_dead_letters(events | "ClassifyAndKey" >> beam.ParDo(_KeyEventFn()).with_outputs(
-            KEYED, FACTS, DEAD_LETTERS, COUNTS, main="unused"
+            FACTS, DEAD_LETTERS, COUNTS, main=KEYED
         ))
 
 

@@ -7,7 +7,7 @@ Role:    between the stream's sources (`transforms.stream.kafka_read`, Pub/Sub,
          position of its own (`transforms.decode.items_from_message`).
          An event's time is its own `meta.wallClockMs`; an event without one
          has no place in event time and is a `bad-field` dead letter.
-Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`:
+Emits:   `ClassifyAndKeyFn`: keyed call events, a run's call events of one bundle together (`KEYED`, the main output:
          `(run_id, ((call_id, type, held bytes, behind_ms, event_ms), ...))` at the earliest
          of their times, with the run's facts among them, `RUN_FACT`), dead-letter rows (`DEAD_LETTERS`)
          and a run's partial counts of one bundle (`COUNTS`).
@@ -147,7 +147,7 @@ class ClassifyAndKeyFn(beam.DoFn):
     def _batches(self) -> Iterable[Any]:
         calls, self._calls, self._held = self._calls, {}, 0
         for key, events in calls.items():
-            yield pvalue.TaggedOutput(KEYED, in_global_window((key, tuple(events)), min(e[4] for e in events) / 1000))
+            yield in_global_window((key, tuple(events)), min(e[4] for e in events) / 1000)  # the main output
         counts, self._counts = self._counts, {}
         for count_key, (total, first_ms) in counts.items():
             yield pvalue.TaggedOutput(COUNTS, in_global_window((count_key, total), first_ms / 1000))
