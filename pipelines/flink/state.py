@@ -85,6 +85,22 @@ def latest_checkpoint(checkpoints: Path) -> Path | None:
     return max(found)[2] if found else None
 
 
+def _state_dir(args: argparse.Namespace) -> Path:
+    """Where a Flink job of the stream keeps its checkpoints and state: `--state-dir`, else `OUTPUT/_state`."""
+    return Path(args.state_dir or os.path.join(args.output, "_state")).resolve()
+
+
+def checkpoint_to_resume(args: argparse.Namespace, beam_args: list[str]) -> Path | None:
+    """The checkpoint a Flink job of these arguments starts from (None: not on Flink, `--no-resume`, or none
+    kept): a job killed after its read had read every record it was bounded to still holds, there, what it
+    had not written yet."""
+    if not (runner_of(beam_args) or "").lower().startswith("flink") or getattr(args, "no_resume", False):
+        return None
+    if "://" in args.output and not args.state_dir:
+        return None
+    return latest_checkpoint(_state_dir(args) / "checkpoints")
+
+
 def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
     """Delete earlier jobs' checkpoint folders, all but the one holding `keep` (what this job restores)."""
     for job in checkpoints.iterdir():
@@ -185,7 +201,7 @@ class FlinkSession:
             return self
         if "://" in self.args.output and not self.args.state_dir:
             raise FlinkStartError("--output is remote: give --state-dir, a folder the Flink job can keep its checkpoints in")
-        state = Path(self.args.state_dir or os.path.join(self.args.output, "_state")).resolve()
+        state = _state_dir(self.args)
         checkpoints = state / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
         self.state_dir = state

@@ -331,7 +331,10 @@ def launch(args: argparse.Namespace, beam_args: list[str]) -> int:
                              "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
-            if args.max_records and records_read(kafka_spec(args, parts)) >= args.max_records:  # before a job starts (and resumes)
+            # before a job starts: nothing to do once the group has read the bound and no checkpoint holds
+            # what a killed job had read but not written yet (then the job resumes from it)
+            if (args.max_records and records_read(kafka_spec(args, parts)) >= args.max_records
+                    and flink_state.checkpoint_to_resume(args, beam_args) is None):
                 print(f"footprint-audit stream: group {args.consumer_group} has already read the {args.max_records} "
                       f"records --max-records asks for on {parts['topic']}; nothing to do")
                 return 0
