@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from footprint_audit.pipelines.launch import stop_signal_taken
+from footprint_audit.pipelines.launch import deferred_interrupts, stop_signal_taken
 from footprint_audit.pipelines.output import build_note
 from footprint_audit.schemas.tables import TABLES
 
@@ -96,9 +96,12 @@ def check_output_dir(out: Path) -> dict[str, list[Path]]:
 
 
 def import_duckdb() -> Any:
-    """The duckdb module, or a ReportError saying how to install it."""
+    """The duckdb module, or a ReportError saying how to install it. A stop signal during its import waits
+    for the import's end: raised inside the extension's initialisation, it aborts the process (nanobind's
+    "Critical nanobind error", exit -6) instead of the command's one line and the signal's exit code."""
     try:
-        import duckdb
+        with deferred_interrupts():
+            import duckdb
     except ImportError:
         raise ReportError("The report needs DuckDB: install it with `pip install 'footprint-audit[report]'`.") from None
     return duckdb
