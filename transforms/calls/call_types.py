@@ -114,12 +114,6 @@ class Call:
             return UNDEFINED, None
         return payload.get("result", UNDEFINED), "result"
 
-    @property
-    def value_unwrapped(self) -> bool:
-        """A trace's value read was text blocks, read as their text (`transforms.decode.content_blocks`)."""
-        _, source = self.value_read()
-        return source is not None and self.trace is not None and self.end is not None \
-            and self.end.payload.get(source + "Unwrapped") is True
 
     def door(self) -> dict | None:
         """The door the reading uses (None: no door held, read it off the value)."""

@@ -227,7 +227,9 @@ def reading_values(
         "status": status,
         "value_from": value_from,
         "value_disagrees": disagrees,
-        "value_unwrapped": call.value_unwrapped,
+        # a trace's text blocks read as their text (`transforms.decode.content_blocks` notes it beside the value)
+        "value_unwrapped": from_trace and value_from is not None and end is not None
+        and end.payload.get(value_from + "Unwrapped") is True,
         "door_from": call.door_from,
         "door_absent": door_absent,
         "door_bounded": door_bounded,
