@@ -37,7 +37,7 @@ TABLE = {
     "openai-agents": (9, 9, 9),
     "openai-v2-events": (9, 9, 9),
     "openai-v2-events-no-content": (9, 9, 9),
-    "openai-v2-latest": (9, 55, 0),  # each model call a trace of its own: a call id across traces is not joined yet
+    "openai-v2-latest": (9, 9, 9),  # each model call a trace of its own: a call id joined across traces
     "openai-v2-latest-root": (9, 9, 9),  # the same app with a root span: one trace
     "pydantic-ai-v2": (9, 9, 9),
     "pydantic-ai-v5": (9, 9, 9),
@@ -71,13 +71,20 @@ def _recorded(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def readings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict], dict]]:
-    """setup → (its trace's readings, {call n → the verdicts its recorded values read}), from two jobs in all."""
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two jobs in all: every setup's traces (`traces/`), and their values recorded as events (`recorded/`)."""
     tmp = tmp_path_factory.mktemp("framework-traces")
     args = ["--no-progress", "--quiet"]
     inputs = [a for setup in SETUPS for a in ("--input", str(TRACES / setup / "*.jsonl"))]
     assert reassess.run([*inputs, "--output", str(tmp / "traces"), *args]) == 0
     assert reassess.run(["--input", str(_recorded(tmp)), "--output", str(tmp / "recorded"), *args]) == 0
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def readings(jobs: Path) -> dict[str, tuple[list[dict], dict]]:
+    """setup → (its trace's readings, {call n → the verdicts its recorded values read})."""
+    tmp = jobs
     by_setup: dict[str, tuple[list[dict], dict]] = {setup: ([], {}) for setup in SETUPS}
     for row in load_table(tmp / "traces", "readings"):
         by_setup[Path(row["source_file"]).parent.name][0].append(row)
@@ -125,3 +132,15 @@ def test_strands_blocks_are_read_as_their_text_and_say_so(readings):
         ran = [r for r in rows if r["outcome"] == "ran"]
         assert len(ran) == 8 and all(r["value_unwrapped"] for r in ran)
     assert not any(r["value_unwrapped"] for setup in ("pydantic-ai-v5", "langchain") for r in readings[setup][0])
+
+
+def test_a_call_in_many_traces_is_read_in_its_tool_span_s_trace_and_each_trace_counts_its_own_events(jobs, readings):
+    """No root span: each model call and each tool span is a trace, and every later model call holds the call
+    in its history. The call is read once, in the trace of its tool span; the events the other traces hold
+    are counted in their own runs (used where the reading took them, else not needed)."""
+    rows, _ = readings["openai-v2-latest"]
+    runs = [r for r in load_table(jobs / "traces", "runs") if Path(r["source_file"]).parent.name == "openai-v2-latest"]
+    tool_runs = {r["run_id"] for r in runs if r["tool_calls"]}
+    assert {r["run_id"] for r in rows} == tool_runs and len(tool_runs) == 9 and sum(r["tool_calls"] for r in runs) == 9
+    assert len(runs) > 9 and all(r["events"] == r["events_used"] + r["events_not_needed"] + r["dead_letters"] for r in runs)
+    assert any(r["events_used"] and not r["tool_calls"] for r in runs)  # a model call's read, used by another trace's call

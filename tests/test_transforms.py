@@ -25,6 +25,7 @@ from footprint_audit.transforms.calls.accounting import document_run_row
 from footprint_audit.transforms.calls.from_events import join_run
 from footprint_audit.transforms.join.held_codec import decode_held, unpack_held
 from footprint_audit.transforms.join.keyed import JoinLineEvents, JoinRecordingRuns, KeyLineEvents, LineRunRows
+from footprint_audit.transforms.join.spilled import SpillJoinEventStream
 from footprint_audit.transforms.decode.input_files import ReadInputFiles
 from footprint_audit.transforms.read.apply_readers import ApplyReaders
 from footprint_audit.transforms.read.reading_rows import READING_COLUMNS, reading_row, reading_values
@@ -137,6 +138,42 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
             keyed[DEAD_LETTERS] | "D" >> beam.Map(lambda r: (r["source_file"], r["reason"])),
             equal_to([("b.jsonl", "missing-call-id")]),
             label="dead",
+        )
+
+
+def _trace_items() -> list:
+    """Three traces (runs) of one folder and one of another: the model call `M` asked for `call_x` and a later
+    one `N` read its value; the tool span is a trace of its own (`T`). Another app (folder `b/`) has an id `call_x` too."""
+    def said(index, kind, run, ms, id_from, file="a/traces.jsonl", **payload):
+        return file, "otel", Event(index, kind, {"toolCallId": "call_x", **payload},
+                                   {"runId": run, "wallClockMs": ms, "otel": {"spanId": "s", "callIdFrom": id_from}})
+    return [
+        said(0, "otel.model_asked", "M", 100, "gen_ai.output.messages", toolName="t"),
+        said(1, "stream.tool_start", "T", 110, "gen_ai.tool.call.id", toolName="t"),
+        said(2, "stream.tool_end", "T", 120, "gen_ai.tool.call.id", result="[]"),
+        said(3, "otel.model_asked", "N", 200, "gen_ai.input.messages", toolName="t"),
+        said(4, "otel.model_read", "N", 200, "gen_ai.input.messages", modelResult="[]"),
+        said(0, "otel.model_read", "O", 300, "gen_ai.input.messages", file="b/traces.jsonl", modelResult="[1]"),
+    ]
+
+
+@pytest.mark.parametrize("spilled", [False, True], ids=["grouped", "spilled"])
+def test_a_provider_call_id_in_several_traces_of_a_folder_is_one_call_in_its_tool_span_s_trace(spilled, tmp_path):
+    with pipeline() as p:
+        keyed = p | beam.Create(_trace_items()) | KeyLineEvents()
+        join = SpillJoinEventStream(keyed[join_mod.FACTS], str(tmp_path)) if spilled else JoinLineEvents(keyed[join_mod.FACTS])
+        joined = keyed[join_mod.KEYED] | join
+        assert_that(joined["calls"], equal_to([]), label="own")
+        assert_that(
+            joined[join_mod.SHARED] | "C" >> beam.Map(lambda calls: [(c.run_id, c.source_file, c.outcome, c.event_index) for c in calls]),
+            equal_to([[("T", "a/traces.jsonl", "ran", 2)], [("O", "b/traces.jsonl", "ran", 0)]]),
+            label="calls",
+        )
+        rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | LineRunRows()
+        assert_that(
+            rows | "R" >> beam.Map(lambda r: (r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["tool_calls"])),
+            equal_to([("M", 1, 1, 0, 0), ("T", 2, 2, 0, 1), ("N", 2, 2, 0, 0), ("O", 1, 1, 0, 1)]),
+            label="runs",
         )
 
 

@@ -134,6 +134,7 @@ def build_pipeline(
     readings = (
         joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
         joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
+        joined_stream[join_mod.SHARED] | "ApplyReadersToTraceCalls" >> ApplyReaders(declarations, progress=progress),
     )
     if duplicates:
         letters = duplicate_letters({display_name(path): kept for path, kept in duplicates.items()})

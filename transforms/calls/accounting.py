@@ -146,28 +146,26 @@ def add_dead_letter(c: RunCounts, index: int | None = None) -> None:
         c.records.append((index, DEAD, False, False))
 
 
-def count_joined(
-    counts: dict[tuple, RunCounts], run_id: str, items: list[tuple[str, Event]], calls: list[Call]
-) -> None:
-    """Count one call id's events (`(source_file, Event)`) once joined into `calls`: those the
-    occurrences took are used, the rest not needed; a call is counted in the file of its `tool_end`."""
-    used_by_file: dict[str, int] = {}
+def count_joined(counts: dict[tuple, RunCounts], items: list[tuple[str, Event]], calls: list[Call]) -> None:
+    """Count one call key's events (`(source_file, Event)`) once joined into `calls`, each in its own run:
+    those the occurrences took are used, the rest not needed; a call is counted in its run and the file
+    of its `tool_end`."""
+    used: dict[tuple, int] = {}
     for call in calls:
-        for source, _ev in call.events:
-            used_by_file[source] = used_by_file.get(source, 0) + 1
-    totals: dict[str, int] = {}
-    for source, _ev in items:
-        totals[source] = totals.get(source, 0) + 1
-    ends: dict[str, int] = {}
+        for source, ev in call.events:
+            used[ev.run_id, source] = used.get((ev.run_id, source), 0) + 1
+    totals: dict[tuple, int] = {}
+    for source, ev in items:
+        totals[ev.run_id, source] = totals.get((ev.run_id, source), 0) + 1
+    ends: dict[tuple, int] = {}
     for call in calls:
         if call.end_file is not None:
-            ends[call.end_file] = ends.get(call.end_file, 0) + 1
-    for source, total in totals.items():
-        used = used_by_file.get(source, 0)
+            ends[call.run_id, call.end_file] = ends.get((call.run_id, call.end_file), 0) + 1
+    for (run_id, source), total in totals.items():
         c = counts_for(counts, run_id, source)
-        c.used += used
-        c.not_needed += total - used
-        c.tool_calls += ends.get(source, 0)
+        c.used += used.get((run_id, source), 0)
+        c.not_needed += total - used.get((run_id, source), 0)
+        c.tool_calls += ends.get((run_id, source), 0)
 
 
 def moved_counts(ev: Event, to: str) -> RunCounts:

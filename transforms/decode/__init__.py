@@ -7,10 +7,10 @@ from .input_files import COUNTS, EVENTS, ReadInputFiles
 from .messages import ITEM_STRIDE, items_from_message
 from .registry import FORMATS
 from .sources import open_source, read_source
-from .trace_calls import call_events, call_key
+from .trace_calls import TRACE_CALLS, call_events, call_key, joined_across, split_trace
 
 __all__ = [
-    "COUNTS", "CallGroup", "ReadingRows", "call_events", "call_key", "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
+    "COUNTS", "CallGroup", "ReadingRows", "TRACE_CALLS", "call_events", "call_key", "joined_across", "split_trace", "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
     "FORMATS", "InputFormat", "Opened", "items_from_message", "open_source",
     "read_source",
 ]

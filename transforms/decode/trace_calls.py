@@ -7,7 +7,9 @@ Role:    the trace's own joins. `otlp_json` decodes each span and log record alo
          stream's join (`transforms.stream.join`) hold a trace's call events under one key
          (`call_key`) and ask `call_events` for its calls before the pure join
          (`transforms.calls`), which then reads each as a recorded call: a `tool_start` and, where a
-         value or an error was recorded, one `tool_end`.
+         value or an error was recorded, one `tool_end`. `reassess` joins a call under a provider's
+         id across the traces of its input (`split_trace`, then `joined_across` per id); the stream
+         joins within each trace (`call_events`).
 Emits:   nothing; no I/O, no Beam.
 
 | rule | what makes one call of a trace's events                                                       |
@@ -16,6 +18,7 @@ Emits:   nothing; no I/O, no Beam.
 | 2    | a tool span without a call id (keyed by its span) and a message call with no tool span, of the same tool: paired in order among the unpaired (spans by start time, message calls by the time the model asked for them); the call takes the message's id |
 | 3    | the value read is the first model call's (by time) that holds one: joined to the tool span's `tool_end`, or the call's `tool_end` where no span ended |
 | 4    | a call only asked for, or read with no value captured, is a `tool_start` of its own: outcome unknown |
+| 5    | a provider's call id (`call_…`, `toolu_…`) in several traces of the input is one call, read in the trace of its tool span, else in the first trace that mentions it |
 
 Every event of a call is one of its events (counted used); the rewritten ones keep their place
 (`index`) and file, so a reading's `event_index` and the run's counts are those of the events read.
@@ -28,7 +31,7 @@ from typing import Any, NamedTuple
 
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 
-__all__ = ["TRACE_CALLS", "CallEvents", "call_events", "call_key"]
+__all__ = ["TRACE_CALLS", "CallEvents", "call_events", "call_key", "joined_across", "split_trace"]
 
 #: The join key, within a run, of a trace's call events: one group per trace.
 TRACE_CALLS = "otel:trace-calls"
@@ -67,6 +70,9 @@ class _Call:
     def spanned(self) -> Item | None:
         return self.start or self.end
 
+    def items(self) -> list[Item]:
+        return [i for i in (self.start, self.end) if i is not None] + self.said + self.rest
+
     def name(self) -> str | None:
         for _f, ev in ([self.start] if self.start else []) + self.said:
             if type(ev.payload.get("toolName")) is str:
@@ -84,8 +90,8 @@ def _when(item: Item) -> tuple:
     return (0, ms) if type(ms) is int else (1, 0), item[0], item[1].index
 
 
-def trace_calls(items: list[Item]) -> list[CallEvents]:
-    """One trace's call events (any order) → its calls (rules 1 to 4)."""
+def _split(items: list[Item]) -> dict[str, _Call]:
+    """A trace's call events (any order) → its calls' events by call id (rules 1 and 2)."""
     calls: dict[str, _Call] = {}
     for item in sorted(items, key=_when):
         ev = item[1]
@@ -99,7 +105,36 @@ def trace_calls(items: list[Item]) -> list[CallEvents]:
         else:
             call.rest.append(item)
     _pair_unkeyed(calls)
-    return [_events(call_id, call) for call_id, call in calls.items()]
+    return calls
+
+
+def trace_calls(items: list[Item]) -> list[CallEvents]:
+    """One trace's call events (any order) → its calls (rules 1 to 4)."""
+    return [_events(call_id, call) for call_id, call in _split(items).items()]
+
+
+def split_trace(items: list[Item]) -> tuple[list[CallEvents], list[Item], list[tuple[str, list[Item]]]]:
+    """One trace's call events → the calls whose id the trace made (a tool span's: rules 1 to 4), the
+    events those took, and each call under a provider's id with its events: other traces of the input
+    may hold the same call (rule 5: `joined_across` joins them once gathered)."""
+    own: list[CallEvents] = []
+    taken: list[Item] = []
+    shared: list[tuple[str, list[Item]]] = []
+    for call_id, call in _split(items).items():
+        if _id_from(call) == "span":
+            own.append(_events(call_id, call))
+            taken += call.items()
+        else:
+            shared.append((call_id, call.items()))
+    return own, taken, shared
+
+
+def joined_across(call_id: str, items: list[Item]) -> tuple[str, CallEvents]:
+    """Rule 5: one provider call id's events, from every trace of the input that holds it → the run
+    the call is read in (the trace of its tool span, else the first trace to mention it) and its events."""
+    call = _split(items)[call_id]
+    first = call.spanned or min(items, key=_when)
+    return first[1].meta["runId"], _events(call_id, call)
 
 
 def _id_from(call: _Call) -> str:

@@ -19,6 +19,7 @@ Emits:   calls (main) in groups: one `CallGroup` (a tuple) per run (recordings) 
 from __future__ import annotations
 
 import itertools
+import posixpath
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -31,7 +32,7 @@ from footprint_audit.transforms.calls import (
     document_run_row, join_call_events, join_run, run_facts_from, run_row,
 )
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.decode import CallGroup, call_events, call_key
+from footprint_audit.transforms.decode import TRACE_CALLS, CallGroup, call_key, joined_across, split_trace
 from footprint_audit.transforms.process import in_global_window
 
 from .held_codec import decode_held, encode_held, pack_held, unpack_held
@@ -46,12 +47,17 @@ __all__ = [
     "COUNTS",
     "FACTS",
     "KEYED",
+    "SHARED",
+    "join_shared",
 ]
 
 RUNS = "runs"
 COUNTS = "counts"
 FACTS = "facts"
 KEYED = "keyed"
+#: A trace's calls under a provider's call id, `((folder, call id), packed held events)`: joined across the
+#: traces of the files in one folder (a Collector writes an app's traces, logs and rotated files in one).
+SHARED = "shared"
 
 
 #: At most this many dead-letter rows in one list a recording file sends on (the writer's batch).
@@ -192,7 +198,8 @@ def _run_facts(item: tuple[str, Iterable[bytes]]) -> tuple[str, RunFacts]:
 
 class JoinCallFn(beam.DoFn):
     """One `(run_id, call key)` group → its call occurrences (one `CallGroup`), and its events' counts. A key
-    is a call id, or a trace's calls together (`transforms.decode.call_events` splits them).
+    is a call id, or a trace's calls together: those under a provider's call id go on to `SHARED`, to be
+    joined across the input's traces (`JoinSharedCallFn`).
 
     Counts are added up per bundle and emitted once per `(run, file)` key.
     """
@@ -203,9 +210,19 @@ class JoinCallFn(beam.DoFn):
     def process(self, item: tuple, facts: dict) -> Iterable[Any]:
         (run_id, key), held = item
         items = [decode_held(b) for part in held for b in unpack_held(part)]
-        calls = [call for c in call_events(key, items)
-                 for call in join_call_events(run_id, c.call_id, c.items, facts.get(run_id), c.ordered, c.names)]
-        count_joined(self._counts, run_id, items, calls)
+        if key != TRACE_CALLS:
+            yield from self._joined(items, join_call_events(run_id, key, items, facts.get(run_id)))
+            return
+        own, taken, shared = split_trace(items)
+        for call_id, its in shared:  # joined with the same id in the traces of files in the same folder
+            folder = posixpath.dirname(its[0][0])
+            yield pvalue.TaggedOutput(SHARED, ((folder, call_id), pack_held([encode_held(f, ev) for f, ev in its])))
+        yield from self._joined(taken, [
+            call for c in own for call in join_call_events(run_id, c.call_id, c.items, facts.get(run_id), c.ordered, c.names)
+        ])
+
+    def _joined(self, items: list, calls: list) -> Iterator[CallGroup]:
+        count_joined(self._counts, items, calls)
         if calls:
             yield CallGroup(calls)
 
@@ -214,28 +231,54 @@ class JoinCallFn(beam.DoFn):
         self._counts = {}
 
 
+class JoinSharedCallFn(JoinCallFn):
+    """One provider call id's events from the traces that hold it → its call (one `CallGroup`), read in
+    the run `joined_across` names, and its events' counts, each in its own run."""
+
+    def process(self, item: tuple, facts: dict) -> Iterable[Any]:
+        (_folder, call_id), held = item
+        items = [decode_held(b) for part in held for b in unpack_held(part)]
+        run_id, c = joined_across(call_id, items)
+        yield from self._joined(items, join_call_events(run_id, c.call_id, c.items, facts.get(run_id), c.ordered, c.names))
+
+
+def join_shared(joined: pvalue.DoOutputsTuple, facts: Any) -> dict[str, Any]:
+    """A join's outputs → its calls (`"calls"`), the calls joined across traces (`SHARED`) and all its
+    counts (`COUNTS`). The calls stay two collections: each is read where it is made."""
+    across = (
+        joined[SHARED]
+        | "GroupByProviderCallId" >> beam.GroupByKey()
+        | "JoinAcrossTraces" >> beam.ParDo(JoinSharedCallFn(), facts=facts)
+        .with_output_types(CallGroup)
+        .with_outputs(COUNTS, main="calls")
+    )
+    counts = (joined[COUNTS], across[COUNTS]) | "AllJoinCounts" >> beam.Flatten()
+    return {"calls": joined["calls"], SHARED: across["calls"], COUNTS: counts}
+
+
 def run_facts(held: beam.PCollection) -> beam.PCollection:
     """`(run_id, packed held events)` → `(run_id, RunFacts)`, one per run: the join's side input."""
     return held | "GroupRunFacts" >> beam.GroupByKey() | "RunFacts" >> beam.Map(_run_facts)
 
 
 class JoinLineEvents(beam.PTransform):
-    """Keyed stream events + run facts → calls (main: one tuple per call id) and partial counts (`COUNTS`)."""
+    """Keyed stream events + run facts → calls (`"calls"`: one `CallGroup` per call id; `SHARED`: the
+    calls joined across traces) and partial counts (`COUNTS`)."""
 
     def __init__(self, facts: beam.PCollection) -> None:
         super().__init__()
         self._facts = facts
 
-    def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        facts = run_facts(self._facts)
-        outputs = (
+    def expand(self, keyed: beam.PCollection) -> dict[str, Any]:
+        facts = beam.pvalue.AsDict(run_facts(self._facts))
+        joined = (
             keyed
             | "GroupByCall" >> beam.GroupByKey()
-            | "JoinCall" >> beam.ParDo(JoinCallFn(), facts=beam.pvalue.AsDict(facts))
+            | "JoinCall" >> beam.ParDo(JoinCallFn(), facts=facts)
             .with_output_types(CallGroup)
-            .with_outputs(COUNTS, main="calls")
+            .with_outputs(COUNTS, SHARED, main="calls")
         )
-        return outputs
+        return join_shared(joined, facts)
 
 
 def _line_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:

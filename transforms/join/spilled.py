@@ -16,8 +16,8 @@ Role:    Beam's local runner holds a `GroupByKey`'s whole input in the
          so on), so memory is bounded by that setting, not by the input: only the
          events of one call cannot be split (one call is joined whole, as ever).
          The spill files are the job's: the launcher removes their folder.
-Emits:   calls (main: one `CallGroup` per call id) and partial run counts (`COUNTS`),
-         as `JoinLineEvents` does.
+Emits:   calls (`"calls"`: one `CallGroup` per call id; `SHARED`: the calls joined across
+         traces) and partial run counts (`COUNTS`), as `JoinLineEvents` does.
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ import zlib
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
-from apache_beam import pvalue
 from apache_beam.utils.windowed_value import WindowedValue
 
 from footprint_audit.schemas.defaults import DEFAULT_MAX_PARTITION_BYTES
 from footprint_audit.transforms.decode import CallGroup
 from footprint_audit.transforms.process import in_global_window
 
-from .keyed import COUNTS, JoinCallFn, run_facts
+from .keyed import COUNTS, SHARED, JoinCallFn, join_shared, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
@@ -189,16 +188,14 @@ class SpillJoinEventStream(beam.PTransform):
     def display_data(self) -> dict:
         return {"folder": self.folder, "max_partition_bytes": self.max_partition_bytes, "partitions": self.partitions}
 
-    def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
-        facts = run_facts(self._facts)
-        outputs = (
+    def expand(self, keyed: beam.PCollection) -> dict[str, Any]:
+        facts = beam.pvalue.AsDict(run_facts(self._facts))
+        joined = (
             keyed
             | "SpillByCall" >> beam.ParDo(_SpillFn(self.folder, self.partitions))
             | "GroupPartitions" >> beam.GroupByKey()
-            | "JoinPartition" >> beam.ParDo(
-                _JoinPartitionFn(self.folder, self.max_partition_bytes), facts=beam.pvalue.AsDict(facts)
-            )
+            | "JoinPartition" >> beam.ParDo(_JoinPartitionFn(self.folder, self.max_partition_bytes), facts=facts)
             .with_output_types(CallGroup)
-            .with_outputs(COUNTS, main="calls")
+            .with_outputs(COUNTS, SHARED, main="calls")
         )
-        return outputs
+        return join_shared(joined, facts)
