@@ -30,7 +30,9 @@ What it fakes
 * ``POST /v1/chat/completions`` (also ``/chat/completions``). The request's ``messages`` tell
   which turn to answer: k = the number of ``role: "assistant"`` messages already present, and the
   answer is ``script[k]`` (turn number k+1). A client that re-sends its history therefore gets the
-  next turn; retries of the same request get the same turn.
+  next turn; retries of the same request get the same turn. With ``turn_by="request"`` (opt-in, for a
+  framework that leaves a turn out of the history it re-sends, as smolagents does a step whose tool
+  raised) k is instead the number of chat-completions requests received before this one.
 * A tool-call turn answers ``finish_reason: "tool_calls"``, ``message.content: null`` and
   ``message.tool_calls`` with ids ``call_<turn><letter>`` (``call_1a``; ``call_8a``, ``call_8b``
   for two calls in turn 8), ``type: "function"`` and ``function.arguments`` a JSON string.
@@ -76,7 +78,8 @@ def _tokens(text: str) -> int:
 
 
 class FakeOpenAI:
-    """The fake server. ``FakeOpenAI(script, host="127.0.0.1", port=0)``.
+    """The fake server. ``FakeOpenAI(script, host="127.0.0.1", port=0, turn_by="assistant")``
+    (``turn_by="request"``: answer the k-th request with ``script[k]``, see the module docstring).
 
     Attributes: ``base_url`` (``http://127.0.0.1:PORT/v1``), ``port``, ``script``,
     ``requests`` (list of JSON bodies received on the chat-completions path),
@@ -85,8 +88,11 @@ class FakeOpenAI:
     Start/stop with ``start()``/``stop()`` or use it as a context manager.
     """
 
-    def __init__(self, script, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, script, host: str = "127.0.0.1", port: int = 0, turn_by: str = "assistant"):
+        if turn_by not in ("assistant", "request"):
+            raise ValueError(f"turn_by must be 'assistant' or 'request', not {turn_by!r}")
         self.script = [self._normalize_turn(t) for t in script]
+        self.turn_by = turn_by
         self.requests: list[dict] = []
         self.paths: list[str] = []
         self.issued: list[dict] = []
@@ -168,6 +174,9 @@ class FakeOpenAI:
 
     # ---- answers ----------------------------------------------------------------------
     def _turn_index(self, body: dict) -> int:
+        if self.turn_by == "request":  # this body's place among the requests received (it was appended)
+            with self._lock:
+                return next((i for i, b in enumerate(self.requests) if b is body), len(self.requests))
         return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
 
     def _usage(self, body: dict, completion: str) -> dict:

@@ -23,13 +23,14 @@ events come here as a recording's do: its own joins are made where traces are de
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import orjson
 
 from footprint_audit.readers import UNDEFINED
 from footprint_audit.schemas.events import (
-    CHECKIN_DECISION, MIDDLEWARE_DECISION, PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS,
+    PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS,
     REASON_MISSING_CALL_ID, REASON_REDACTED_CALL_ID, RUN_EVENT_TYPES, TOOL_END, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS,
     TURN_END, TURN_START, DeadLetter, Event, RunInput,
 )
@@ -108,6 +109,54 @@ def _occurrences(items: list[tuple[str, Event]], ordered: bool) -> list[list[tup
     return out
 
 
+@dataclass(slots=True)
+class _Gathered:
+    """What one pass over an occurrence's events takes (step 4–5): the brackets, the door's
+    declarations, the name and iteration, and the decisions the outcome rules read."""
+
+    start: Event | None = None
+    end: Event | None = None
+    end_file: str | None = None
+    absent: bool = False
+    bounded: bool = False
+    described: Any = UNDEFINED
+    tool_name: str | None = None  # the first `tool_start`'s with a string `toolName`
+    declared_name: str | None = None  # the first door declaration's (absence or coverage, then semantics)
+    described_name: str | None = None
+    iteration: Any = None
+    seen: Decisions = field(default_factory=Decisions)
+
+    def take(self, f: str, ev: Event) -> None:
+        t = ev.type
+        if t == TOOL_START:
+            if self.start is None:
+                self.start = ev
+            if self.tool_name is None:
+                self.tool_name = str_or_none(ev.payload.get("toolName"))
+        elif t == TOOL_END:
+            self.end, self.end_file = ev, f
+        elif t.startswith("tools."):
+            self._declared(t, ev.payload)
+        else:
+            self.seen.take(f, ev)
+
+    def _declared(self, t: str, p: dict) -> None:
+        """A door declaration: absence or coverage (the first names the tool), or semantics (the first
+        holds what is described); the first `iteration` of any."""
+        if t == TOOLS_ABSENT or t == TOOLS_COVERAGE:
+            self.absent |= t == TOOLS_ABSENT
+            self.bounded |= t == TOOLS_COVERAGE
+            if self.declared_name is None:
+                self.declared_name = str_or_none(p.get("toolName"))
+        elif t == TOOLS_SEMANTICS:
+            if self.described is UNDEFINED:
+                self.described = p.get("semantics", UNDEFINED)
+            if self.described_name is None:
+                self.described_name = str_or_none(p.get("toolName"))
+        if self.iteration is None:
+            self.iteration = p.get("iteration", None)
+
+
 def _build_call(
     run_id: str,
     call_id: str,
@@ -118,63 +167,14 @@ def _build_call(
     session_id: str | None,
     served: bool,
 ) -> Call:
-    """One occurrence → its `Call`, from one pass over its events (steps 4–5).
-
-    The pass takes the brackets, the door's declarations, the name and
-    iteration, and the decision events the outcome rules read.
-    """
-    start = end = None
-    end_file = None
-    absent = bounded = False
-    described: Any = UNDEFINED
-    tool_name = first_decl = first_sem = None
-    iteration = None
-    seen = Decisions()
+    """One occurrence → its `Call`, from one pass over its events (`_Gathered`, steps 4–5)."""
+    g = _Gathered()
     for f, ev in items:
-        t = ev.type
-        if t == TOOL_START:
-            if start is None:
-                start = ev
-            if tool_name is None:  # the first `tool_start` with a string `toolName`
-                tool_name = str_or_none(ev.payload.get("toolName"))
-        elif t == TOOL_END:
-            end = ev
-            end_file = f
-        elif t.startswith("tools."):
-            p = ev.payload
-            if t == TOOLS_ABSENT or t == TOOLS_COVERAGE:
-                if t == TOOLS_ABSENT:
-                    absent = True
-                else:
-                    bounded = True
-                if first_decl is None:
-                    first_decl = str_or_none(p.get("toolName"))
-            elif t == TOOLS_SEMANTICS:
-                if described is UNDEFINED:
-                    described = p.get("semantics", UNDEFINED)
-                if first_sem is None:
-                    first_sem = str_or_none(p.get("toolName"))
-            if iteration is None:
-                iteration = p.get("iteration", None)
-        elif t == CHECKIN_DECISION:
-            if ev.payload.get("approved") is False:
-                seen.declined = True
-        elif t == MIDDLEWARE_DECISION:
-            p = ev.payload
-            if p.get("outcome") == "deny":
-                moment = p.get("moment")
-                if moment == "before-tool":
-                    seen.before_deny = True
-                elif moment == "after-tool" and not seen.after_seen:
-                    seen.after_seen = True
-                    seen.after_deny = str_or_none(p.get("middleware"))
-        elif t == PERMISSION_CHECK:
-            if ev.payload.get("result") in ("deny", "halt"):
-                seen.denials.append((f, ev))
-    if end is not None and end.payload.get("status") == "absent":
-        absent = True
+        g.take(f, ev)
+    start, end = g.start, g.end
+    tool_name = g.tool_name
     if tool_name is None:
-        tool_name = (first_decl or first_sem or history_names.get(call_id)
+        tool_name = (g.declared_name or g.described_name or history_names.get(call_id)
                      or facts.paused_tool(call_id, start is not None))
     last_file, last = items[-1]
     anchor = end if end is not None else last
@@ -182,21 +182,21 @@ def _build_call(
         run_id=anchor.run_id or run_id,
         tool_call_id=call_id,
         occurrence=occurrence,
-        source_file=end_file if end_file is not None else last_file,
+        source_file=g.end_file if g.end_file is not None else last_file,
         session_id=anchor.session_id or session_id,
         events=items,
         start=start,
         end=end,
-        end_file=end_file,
+        end_file=g.end_file,
         tool_name=tool_name,
-        iteration=int_or_none(iteration),
-        door_absent=absent,
-        door_bounded=bounded,
-        described=described,
+        iteration=int_or_none(g.iteration),
+        door_absent=g.absent or (end is not None and end.payload.get("status") == "absent"),
+        door_bounded=g.bounded,
+        described=g.described,
         event_index=end.index if end is not None else None,
         served_under_policy=served,
     )
-    call.outcome, call.withheld_by = outcome(call, facts, seen)
+    call.outcome, call.withheld_by = outcome(call, facts, g.seen)
     if call.outcome != "ran":
         call.withheld_by = None
     return call

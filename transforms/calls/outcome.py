@@ -1,15 +1,17 @@
 """A call's outcome, first match wins (docs/output.md §2 step 4, docs/events.md §4.1).
 
 Pattern: pure functions over one occurrence's decision events.
-Role:    `transforms.calls.from_events._build_call` collects the decisions (`Decisions`) in one pass
-         and asks `outcome()` for `(outcome, withheld_by)`.
+Role:    `transforms.calls.from_events._build_call` collects the decisions (`Decisions.take`) in its
+         one pass over an occurrence's events and asks `outcome()` for `(outcome, withheld_by)`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .call_types import Call, RunFacts, is_placeholder
+from footprint_audit.schemas.events import CHECKIN_DECISION, MIDDLEWARE_DECISION, PERMISSION_CHECK, Event
+
+from .call_types import Call, RunFacts, is_placeholder, str_or_none
 
 __all__ = [
     "Decisions",
@@ -50,35 +52,56 @@ class Decisions:
     #: `permission.check`s with the call id whose result is `deny` or `halt`: (source_file, Event)
     denials: list = field(default_factory=list)
 
+    def take(self, f: str, ev: Event) -> None:
+        """One event of the occurrence: kept where it is a decision the rules read."""
+        t, p = ev.type, ev.payload
+        if t == CHECKIN_DECISION:
+            self.declined |= p.get("approved") is False
+        elif t == MIDDLEWARE_DECISION and p.get("outcome") == "deny":
+            moment = p.get("moment")
+            if moment == "before-tool":
+                self.before_deny = True
+            elif moment == "after-tool" and not self.after_seen:
+                self.after_seen = True
+                self.after_deny = str_or_none(p.get("middleware"))
+        elif t == PERMISSION_CHECK and p.get("result") in ("deny", "halt"):
+            self.denials.append((f, ev))
+
+
+def _not_known(start_p: dict, end_p: dict) -> str | None:
+    """A placeholder where the outcome's fields are (`unknown`), or a call never dispatched."""
+    if is_placeholder(start_p.get("notDispatched")) or any(
+            is_placeholder(end_p.get(key)) for key in ("notDispatched", "notExecuted", "error")):
+        return "unknown"
+    if end_p.get("notDispatched") is not None or start_p.get("notDispatched") is not None:
+        return "not-dispatched"
+    return None
+
+
+def _denied_by_permission(call: Call, facts: RunFacts, seen: Decisions) -> bool:
+    """A `deny` / `halt` permission check of the call's tool, with its id or (loose) between its brackets."""
+    name = call.tool_name
+    if name is None:
+        return False
+    return any(ev.payload.get("target") == name and _within_call(f, ev.index, call) for f, ev in seen.denials) or any(
+        result in ("deny", "halt") and target == name and _between(f, index, call)
+        for f, index, target, result in facts.loose_permission_checks)
+
 
 def outcome(call: Call, facts: RunFacts, seen: Decisions) -> tuple[str, str | None]:
     """Step 4: the outcome, first match wins; `seen` holds the occurrence's decision events."""
     end = call.end
     end_p = end.payload if end is not None else {}
     start_p = call.start.payload if call.start is not None else {}
-    if is_placeholder(start_p.get("notDispatched")):
-        return "unknown", None
-    for key in ("notDispatched", "notExecuted", "error"):
-        if is_placeholder(end_p.get(key)):
-            return "unknown", None
-    if end_p.get("notDispatched") is not None or start_p.get("notDispatched") is not None:
-        return "not-dispatched", None
+    not_known = _not_known(start_p, end_p)
+    if not_known is not None:
+        return not_known, None
     if seen.declined:
         return "declined", None
     if seen.before_deny:
         paused = call.start is None or (facts.paused_call_id == call.tool_call_id)
-        if facts.resumed_leg and paused:
-            return "declined", None
-        return "refused", None
-    name = call.tool_name
-    if name is not None:
-        for f, ev in seen.denials:
-            if ev.payload.get("target") == name and _within_call(f, ev.index, call):
-                return "refused", None
-        for f, index, target, result in facts.loose_permission_checks:
-            if result in ("deny", "halt") and target == name and _between(f, index, call):
-                return "refused", None
-    if end_p.get("notExecuted") is True:
+        return ("declined" if facts.resumed_leg and paused else "refused"), None
+    if _denied_by_permission(call, facts, seen) or end_p.get("notExecuted") is True:
         return "refused", None
     if end_p.get("error") is True:
         return "failed", None
