@@ -4,22 +4,21 @@ options, and a checkpoint of another job refused (no JVM: the session is set up 
 
 from __future__ import annotations
 
-import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from footprint_audit.pipelines.launch.errors import UsageError
 from footprint_audit.pipelines.flink.state import FlinkSession, latest_checkpoint
+from footprint_audit.pipelines.stream.args import parse
 
 
-def _args(out: Path, **kw) -> argparse.Namespace:
-    base = dict(output=str(out), state_dir=None, checkpoint_seconds=10.0, no_resume=False,
-                source="kafka://127.0.0.1:9092/events", consumer_group="footprint-audit",
-                grace_seconds=30.0, allowed_lateness_seconds=600.0, window_seconds=60.0)
-    base.update(kw)
-    return argparse.Namespace(**base)
+def _session(out: Path, beam_args: list[str], declarations_sha256: str | None = None, **kw) -> FlinkSession:
+    """A session of the settings `stream` parses from these arguments, with `kw` changed."""
+    settings = parse(["--source", "kafka://127.0.0.1:9092/events", "--output", str(out), *beam_args])
+    return FlinkSession(replace(settings, **kw), declarations_sha256)
 
 
 def _checkpoint(root: Path, job: str, n: int, complete: bool = True, age: float = 0.0) -> Path:
@@ -47,7 +46,7 @@ def test_the_newest_complete_checkpoint_is_chosen(tmp_path):
 def test_a_restart_restores_it_and_forgets_older_jobs(tmp_path):
     old = _checkpoint(tmp_path, "a" * 32, 7, age=100)
     newest = _checkpoint(tmp_path, "b" * 32, 2)
-    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:
+    with _session(tmp_path, list(REMOTE)) as session:
         assert session.restored == newest
         assert f"--savepoint_path={newest}" in session.beam_args
         assert "--allow_non_restored_state=true" in session.beam_args
@@ -57,30 +56,30 @@ def test_a_restart_restores_it_and_forgets_older_jobs(tmp_path):
 
 def test_no_resume_starts_without_it(tmp_path):
     _checkpoint(tmp_path, "b" * 32, 2)
-    with FlinkSession(_args(tmp_path, no_resume=True), list(REMOTE)) as session:
+    with _session(tmp_path, list(REMOTE), no_resume=True) as session:
         assert session.restored is None
         assert not any(a.startswith("--savepoint_path") for a in session.beam_args)
     assert latest_checkpoint(tmp_path / "_state" / "checkpoints") is None  # gone: never resumed later
 
 
 def test_bundles_close_after_200_ms_unless_the_user_says_otherwise(tmp_path):
-    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:
+    with _session(tmp_path, list(REMOTE)) as session:
         assert "--max_bundle_time_mills=200" in session.beam_args
     given = list(REMOTE) + ["--max_bundle_time_mills=1000"]
-    with FlinkSession(_args(tmp_path / "b"), given) as session:
+    with _session(tmp_path / "b", given) as session:
         bundle = [a for a in session.beam_args if a.startswith("--max_bundle_time_mills")]
         assert bundle == ["--max_bundle_time_mills=1000"]
 
 
 def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
-    with FlinkSession(_args(tmp_path), list(REMOTE)):
+    with _session(tmp_path, list(REMOTE)):
         pass  # notes this job's source and settings
     _checkpoint(tmp_path, "b" * 32, 2)
     with pytest.raises(UsageError) as refused:
-        with FlinkSession(_args(tmp_path, source="kafka://127.0.0.1:9092/other"), list(REMOTE)):
+        with _session(tmp_path, list(REMOTE), source="kafka://127.0.0.1:9092/other"):
             pass
     assert "--source kafka://127.0.0.1:9092/events" in str(refused.value) and "--no-resume" in str(refused.value)
-    with FlinkSession(_args(tmp_path, source="kafka://127.0.0.1:9092/other", no_resume=True), list(REMOTE)) as s:
+    with _session(tmp_path, list(REMOTE), source="kafka://127.0.0.1:9092/other", no_resume=True) as s:
         assert s.restored is None
 
 
@@ -91,17 +90,17 @@ def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
 ])
 def test_a_checkpoint_made_with_other_declarations_or_event_cap_is_refused_in_one_sentence(tmp_path, changed, named):
     same = dict(max_event_bytes=1024, declarations_sha256="ab" * 32)
-    with FlinkSession(_args(tmp_path, **same), list(REMOTE)):
+    with _session(tmp_path, list(REMOTE), **same):
         pass
     _checkpoint(tmp_path, "b" * 32, 2)
-    with FlinkSession(_args(tmp_path, **same), list(REMOTE)) as s:  # the same ones: resumed
+    with _session(tmp_path, list(REMOTE), **same) as s:  # the same ones: resumed
         assert s.restored is not None
     with pytest.raises(UsageError) as refused:
-        with FlinkSession(_args(tmp_path, **{**same, **changed}), list(REMOTE)):
+        with _session(tmp_path, list(REMOTE), **{**same, **changed}):
             pass
     said = str(refused.value)
     assert named in said and "--no-resume" in said and "--state-dir" in said and said.count(". ") == 0
-    with FlinkSession(_args(tmp_path, **{**same, **changed}, no_resume=True), list(REMOTE)) as s:
+    with _session(tmp_path, list(REMOTE), **{**same, **changed}, no_resume=True) as s:
         assert s.restored is None
 
 
@@ -123,22 +122,22 @@ def test_a_checkpoint_whose_join_state_has_another_layout_is_refused_in_one_sent
 
     from footprint_audit.transforms.stream.join import STATE_LAYOUT
 
-    with FlinkSession(_args(tmp_path), list(REMOTE)):
+    with _session(tmp_path, list(REMOTE)):
         pass
     note = tmp_path / "_state" / "job.json"
     assert json.loads(note.read_text())["join_state"] == STATE_LAYOUT
     _checkpoint(tmp_path, "b" * 32, 2)
-    with FlinkSession(_args(tmp_path), list(REMOTE)) as s:  # the same layout: resumed
+    with _session(tmp_path, list(REMOTE)) as s:  # the same layout: resumed
         assert s.restored is not None
     # an earlier version's note (no layout: a record cell and an events bag) is refused
     theirs = json.loads(note.read_text())
     del theirs["join_state"]
     note.write_text(json.dumps(theirs))
     with pytest.raises(UsageError) as refused:
-        with FlinkSession(_args(tmp_path), list(REMOTE)):
+        with _session(tmp_path, list(REMOTE)):
             pass
     assert "another layout" in str(refused.value) and "--no-resume" in str(refused.value)
-    with FlinkSession(_args(tmp_path, no_resume=True), list(REMOTE)) as s:
+    with _session(tmp_path, list(REMOTE), no_resume=True) as s:
         assert s.restored is None
 
 
@@ -162,7 +161,7 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
 
     monkeypatch.setattr(fs, "JobServer", FakeServer)
     args = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar"]
-    with FlinkSession(_args(tmp_path), args) as session:
+    with _session(tmp_path, args) as session:
         assert session.restored == newest
         assert not any(a.startswith("--savepoint_path") for a in session.beam_args)  # Beam ignores it for [local]
     conf = (started["conf_dir"] / "flink-conf.yaml").read_text()
@@ -188,14 +187,14 @@ def test_the_embedded_cluster_cuts_state_into_as_many_key_groups_as_workers_and_
 
     monkeypatch.setattr(fs, "JobServer", FakeServer)
     local = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar", "--parallelism=2"]
-    with FlinkSession(_args(tmp_path), list(local)) as session:
+    with _session(tmp_path, list(local)) as session:
         assert "--max_parallelism=2" in session.beam_args
-    with FlinkSession(_args(tmp_path), list(REMOTE)) as session:  # a cluster keeps Flink's default
+    with _session(tmp_path, list(REMOTE)) as session:  # a cluster keeps Flink's default
         assert not any(a.startswith("--max_parallelism") for a in session.beam_args)
     # a checkpoint noted before the key groups were (so with Flink's 128) cannot be restored into 2
     _checkpoint(tmp_path, "c" * 32, 1)
     with pytest.raises(UsageError) as refused:
-        with FlinkSession(_args(tmp_path), list(local)):
+        with _session(tmp_path, list(local)):
             pass
     assert "--max_parallelism=128" in str(refused.value) and "--no-resume" in str(refused.value)
 

@@ -3,12 +3,12 @@
 - Layers: `readers` imports only `readers`; `schemas` adds `readers`; `transforms` adds
   `schemas` and never imports `pipelines`; `pipelines` may import them all.
 - Rooms: each sub-package of `transforms/` and `pipelines/` (`transforms/decode/`, …) is
-  imported from outside only through its door, its `__init__.py`: a name the door lists in
+  imported from outside only through its entrance, its `__init__.py`: a name the entrance lists in
   `__all__`, or the room itself as a namespace (`from footprint_audit.transforms import join`).
   Its modules are the room's own business.
 
 - The wing: only `pipelines/local_runner/` names Beam's local runner, its SDK harness or the Fn API
-  (`FnApiRunner`, `SdkHarness`, `beam_fn_api_pb2*`); the rest goes through its door, `JobRunner`.
+  (`FnApiRunner`, `SdkHarness`, `beam_fn_api_pb2*`); the rest goes through its entrance, `JobRunner`.
 
 Tests and benchmarks may reach a room's modules (they test each one alone); the contract
 holds for the product's own imports.
@@ -33,17 +33,17 @@ WING = Path("pipelines") / "local_runner"
 WING_ONLY = ("FnApiRunner", "SdkHarness", "beam_fn_api_pb2", "fn_api_runner")
 
 
-def _doors(root: Path) -> dict[str, set[str]]:
-    """`footprint_audit.TOP.ROOM` → the names its door lists in `__all__`."""
-    doors = {}
+def _entrances(root: Path) -> dict[str, set[str]]:
+    """`footprint_audit.TOP.ROOM` → the names its entrance lists in `__all__`."""
+    entrances = {}
     for top in ROOMED:
         for init in sorted((root / top).glob("*/__init__.py")):
             listed: set[str] = set()
             for node in ast.parse(init.read_text(encoding="utf-8")).body:
                 if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
                     listed = {ast.literal_eval(e) for e in node.value.elts}  # type: ignore[attr-defined]
-            doors[f"footprint_audit.{top}.{init.parent.name}"] = listed
-    return doors
+            entrances[f"footprint_audit.{top}.{init.parent.name}"] = listed
+    return entrances
 
 
 def _imports(path: Path, package: str) -> list[tuple[int, str, list[str]]]:
@@ -63,7 +63,7 @@ def _imports(path: Path, package: str) -> list[tuple[int, str, list[str]]]:
 
 def violations(root: Path) -> list[str]:
     """Every import of the product folders under `root` that breaks the contract, one line each."""
-    doors = _doors(root)
+    entrances = _entrances(root)
     out = []
     for top, allowed in LAYERS.items():
         for path in sorted((root / top).rglob("*.py")):
@@ -82,17 +82,17 @@ def violations(root: Path) -> list[str]:
                 if bits[1] not in allowed:
                     out.append(f"{where}: {top} imports {module}")
                     continue
-                if bits[1] not in ROOMED or len(bits) < 3:  # a room as a namespace is its door too
+                if bits[1] not in ROOMED or len(bits) < 3:  # a room as a namespace is its entrance too
                     continue
                 room = ".".join(bits[:3])
-                if room not in doors or room == own_room:
+                if room not in entrances or room == own_room:
                     continue
                 if len(bits) > 3:
-                    out.append(f"{where}: imports {module}, inside the room {room}, not through its door")
+                    out.append(f"{where}: imports {module}, inside the room {room}, not through its entrance")
                 else:
                     for name in names:
-                        if name not in doors[room]:
-                            out.append(f"{where}: imports {name} from {room}, which its door does not list")
+                        if name not in entrances[room]:
+                            out.append(f"{where}: imports {name} from {room}, which its entrance does not list")
     return out
 
 
@@ -100,15 +100,15 @@ def test_the_product_keeps_its_import_contract():
     assert violations(ROOT) == []
 
 
-def test_every_room_has_a_door_and_each_name_it_lists_is_there():
-    doors = _doors(ROOT)
-    assert {d.rsplit(".", 2)[-2] + "/" + d.rsplit(".", 1)[-1] for d in doors} == {
+def test_every_room_has_an_entrance_and_each_name_it_lists_is_there():
+    entrances = _entrances(ROOT)
+    assert {d.rsplit(".", 2)[-2] + "/" + d.rsplit(".", 1)[-1] for d in entrances} == {
         f"{top}/{p.name}" for top in ROOMED for p in (ROOT / top).iterdir() if p.is_dir() and p.name != "__pycache__"}
-    for door in doors:
-        module = __import__(door, fromlist=["__all__"])
-        assert sorted(module.__all__) == sorted(doors[door])
+    for entrance in entrances:
+        module = __import__(entrance, fromlist=["__all__"])
+        assert sorted(module.__all__) == sorted(entrances[entrance])
         for name in module.__all__:
-            assert hasattr(module, name), f"{door} lists {name} but does not hold it"
+            assert hasattr(module, name), f"{entrance} lists {name} but does not hold it"
 
 
 def test_the_contract_fails_on_a_deliberate_violation(tmp_path):
@@ -125,7 +125,7 @@ def test_the_contract_fails_on_a_deliberate_violation(tmp_path):
     stream.write_text(stream.read_text() + "\nfrom apache_beam.runners.portability.fn_api_runner import FnApiRunner\n")
     found = violations(tmp_path)
     assert len(found) == 4, found
-    assert "transforms.join.keyed, inside the room footprint_audit.transforms.join, not through its door" in found[0]
+    assert "transforms.join.keyed, inside the room footprint_audit.transforms.join, not through its entrance" in found[0]
     assert "transforms imports footprint_audit.pipelines" in found[1]
-    assert "imports publish from footprint_audit.pipelines.output, which its door does not list" in found[2]
+    assert "imports publish from footprint_audit.pipelines.output, which its entrance does not list" in found[2]
     assert "pipelines/stream/command.py" in found[3] and "imports FnApiRunner outside the local runner's wing" in found[3]

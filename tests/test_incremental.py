@@ -380,10 +380,16 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        staged = lambda: list((out / output.STAGING).glob("*/*/*/*.parquet"))  # noqa: E731 - the pass's files
-        started = lambda: list((out / output.STAGING).glob("*/_OWNER"))  # noqa: E731
-        wait_for = started if when == "early" else staged
-        while not wait_for() and p.poll() is None and time.monotonic() < deadline:
+        # the pass's files, or the staging's owner mark (a folder the job removes while it is walked is none yet)
+        pattern = "*/_OWNER" if when == "early" else "*/*/*/*.parquet"
+
+        def found() -> bool:
+            try:
+                return any((out / output.STAGING).glob(pattern))
+            except FileNotFoundError:
+                return False
+
+        while not found() and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)

@@ -22,7 +22,7 @@ def bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     submitted: list[str] = []
     monkeypatch.setattr(stream_mod, "check_topic", lambda brokers, topic: None)
     monkeypatch.setattr(stream_mod, "records_read", lambda spec: 20)
-    monkeypatch.setattr(stream_mod, "_submit", lambda args, beam_args, *rest: submitted.append(args.output) or "ENDED")
+    monkeypatch.setattr(stream_mod, "_submit", lambda settings, *rest: submitted.append(settings.output) or "ENDED")
     out = tmp_path / "out"
     argv = ["--source", "kafka://127.0.0.1:9/events", "--output", str(out), "--max-records", "20",
             "--compact-seconds", "0", "--runner", "FlinkRunner"]
@@ -30,8 +30,7 @@ def bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
 
 
 def _launch(argv: list[str]) -> int:
-    args, beam_args = stream_args.parse(argv)
-    return stream_mod.launch(args, beam_args)
+    return stream_mod.launch(stream_args.parse(argv))
 
 
 def test_a_read_that_ended_has_nothing_to_do(bounded, capsys):

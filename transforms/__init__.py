@@ -4,5 +4,5 @@ Data flows one way: inputs → events → calls → readings → sinks, one room
 `decode` (bytes → events), `calls` (events → calls, pure), `join` (a run's events keyed and
 joined), `read` (call → reading row), `write` (Parquet), `stream` (the streaming job's read, join
 and write), `dead_letters` (the one collector every step's dead letters go through) and `process`
-(what a worker does beside the data). Each room's door is its `__init__`.
+(what a worker does beside the data). Each room's entrance is its `__init__`.
 """

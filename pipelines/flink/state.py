@@ -18,13 +18,12 @@ this process's child (`flink_local`), so no JVM outlives a killed launcher.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -34,6 +33,9 @@ from footprint_audit.transforms.stream import STATE_LAYOUT
 
 from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
 from .job_server import JobServer, JobServerError
+
+if TYPE_CHECKING:
+    from footprint_audit.pipelines.stream import StreamSettings
 
 __all__ = ["FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
 
@@ -85,20 +87,20 @@ def latest_checkpoint(checkpoints: Path) -> Path | None:
     return max(found)[2] if found else None
 
 
-def _state_dir(args: argparse.Namespace) -> Path:
+def _state_dir(settings: StreamSettings) -> Path:
     """Where a Flink job of the stream keeps its checkpoints and state: `--state-dir`, else `OUTPUT/_state`."""
-    return Path(args.state_dir or os.path.join(args.output, "_state")).resolve()
+    return Path(settings.state_dir or os.path.join(settings.output, "_state")).resolve()
 
 
-def checkpoint_to_resume(args: argparse.Namespace, beam_args: list[str]) -> Path | None:
-    """The checkpoint a Flink job of these arguments starts from (None: not on Flink, `--no-resume`, or none
+def checkpoint_to_resume(settings: StreamSettings) -> Path | None:
+    """The checkpoint a Flink job of these settings starts from (None: not on Flink, `--no-resume`, or none
     kept): a job killed after its read had read every record it was bounded to still holds, there, what it
     had not written yet."""
-    if not (runner_of(beam_args) or "").lower().startswith("flink") or getattr(args, "no_resume", False):
+    if not (runner_of(list(settings.beam_args)) or "").lower().startswith("flink") or settings.no_resume:
         return None
-    if "://" in args.output and not args.state_dir:
+    if "://" in settings.output and not settings.state_dir:
         return None
-    return latest_checkpoint(_state_dir(args) / "checkpoints")
+    return latest_checkpoint(_state_dir(settings) / "checkpoints")
 
 
 def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
@@ -110,7 +112,7 @@ def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
 
 #: What a restored job must share with the one that wrote the checkpoint: its state holds the read
 #: (topic, group) and calls joined under these settings, and readings made with these declarations
-#: (`declarations_sha256`: `Declarations.sha256`, set by `stream.run`) and this event cap.
+#: (`declarations_sha256`: `Declarations.sha256`) and this event cap.
 _SAME_JOB = ("source", "consumer_group", "grace_seconds", "allowed_lateness_seconds", "window_seconds",
              "max_event_bytes", "declarations_sha256")
 
@@ -130,12 +132,14 @@ def _setting(name: str, theirs: Any, mine: Any) -> str:
     return f"other --declarations (rowsAt of sha256 {theirs[:12]}…; these: {mine[:12] + '…' if mine else 'none'})"
 
 
-def _check_same_job(state: Path, args: argparse.Namespace, restore: Path | None, key_groups: int = FLINK_KEY_GROUPS) -> None:
+def _check_same_job(state: Path, settings: StreamSettings, declarations_sha256: str | None, restore: Path | None,
+                    key_groups: int = FLINK_KEY_GROUPS) -> None:
     """Refuse (one sentence) to resume a checkpoint written by a job with another source or
     settings, and note this job's for the next start (`STATE_DIR/job.json`). `key_groups`: the
     job's `--max_parallelism` (a checkpoint's keyed state is cut into that many groups)."""
     note = state / "job.json"
-    mine: dict[str, Any] = {name: getattr(args, name, None) for name in _SAME_JOB}
+    mine: dict[str, Any] = {name: getattr(settings, name, None) for name in _SAME_JOB}
+    mine["declarations_sha256"] = declarations_sha256
     mine["join_state"] = STATE_LAYOUT
     mine["max_parallelism"] = key_groups
     if restore is not None and note.exists():
@@ -176,9 +180,10 @@ def _flink_conf(folder: Path, restore: Path) -> Path:
 class FlinkSession:
     """Beam's arguments for the job (`beam_args`), with Flink's durability filled in; the job server."""
 
-    def __init__(self, args: argparse.Namespace, beam_args: list[str]) -> None:
-        self.args = args
-        self.beam_args = list(beam_args)
+    def __init__(self, settings: StreamSettings, declarations_sha256: str | None = None) -> None:
+        self.settings = settings
+        self.declarations_sha256 = declarations_sha256  # in the checkpoint's identity (`_SAME_JOB`)
+        self.beam_args = list(settings.beam_args)
         self.server: JobServer | None = None
         self.state_dir: Path | None = None
         self.restored: Path | None = None  # the checkpoint this job starts from, if any
@@ -199,13 +204,13 @@ class FlinkSession:
         runner = (runner_of(self.beam_args) or "").lower()
         if not runner.startswith("flink"):
             return self
-        if "://" in self.args.output and not self.args.state_dir:
+        if "://" in self.settings.output and not self.settings.state_dir:
             raise FlinkStartError("--output is remote: give --state-dir, a folder the Flink job can keep its checkpoints in")
-        state = _state_dir(self.args)
+        state = _state_dir(self.settings)
         checkpoints = state / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
         self.state_dir = state
-        restore = None if getattr(self.args, "no_resume", False) else latest_checkpoint(checkpoints)
+        restore = None if self.settings.no_resume else latest_checkpoint(checkpoints)
         local = not flag_given(self.beam_args, "job_endpoint") and (flag_value(self.beam_args, "flink_master") or "[local]") in (
             "[local]", "[auto]")
         given = flag_value(self.beam_args, "max_parallelism")
@@ -215,12 +220,12 @@ class FlinkSession:
         # group (docs/streaming.md, "Memory").
         key_groups = int(given) if given else (int(flag_value(self.beam_args, "parallelism") or os.cpu_count() or 1)
                                                if local else FLINK_KEY_GROUPS)
-        _check_same_job(state, self.args, restore, key_groups)
+        _check_same_job(state, self.settings, self.declarations_sha256, restore, key_groups)
         defaults = {
             "streaming": None,
             "externalized_checkpoints_enabled": "true",
             "retain_externalized_checkpoints_on_cancellation": "true",
-            "checkpointing_interval": str(max(int(self.args.checkpoint_seconds * 1000), 100)),
+            "checkpointing_interval": str(max(int(self.settings.checkpoint_seconds * 1000), 100)),
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
             "fail_on_checkpointing_errors": "false",
@@ -249,7 +254,7 @@ class FlinkSession:
             try:
                 conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
                 self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf,
-                                        heap_mb=getattr(self.args, "job_server_heap_mb", None)).start()
+                                        heap_mb=self.settings.job_server_heap_mb).start()
             except JobServerError as exc:
                 raise FlinkStartError(str(exc)) from exc
             self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]

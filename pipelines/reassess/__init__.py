@@ -18,8 +18,8 @@ __all__ = ["run"]
 def run(argv: list[str] | None = None) -> int:
     """Run the batch job; returns the exit code (0 done, 1 failed, 2 usage mistake, 3 over the
     dead-letter rate, 130, 143 or 129 interrupted by Ctrl-C, SIGTERM or SIGHUP)."""
-    args, beam_args = parse(argv)
-    target = OutputTarget(args.output, args.partition_by)
+    settings = parse(argv)
+    target = OutputTarget(settings.output, settings.partition_by)
     try:
         try:
             target.lock()
@@ -28,7 +28,7 @@ def run(argv: list[str] | None = None) -> int:
             return exc.exit_code if isinstance(exc, OutputError) else 2
         from .command import launch  # Beam's import: a second or more
 
-        return launch(args, beam_args, target)
+        return launch(settings, target)
     finally:
         with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
             target.discard()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Callable
 
 from footprint_audit.pipelines import version
 from footprint_audit.pipelines.options import FlagParser
 from footprint_audit.schemas.defaults import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_PARTITION_BYTES, PARTITION_KEYS
 
-__all__ = ["parse", "parser", "say"]
+__all__ = ["ReassessSettings", "parse", "parser", "say"]
 
 
 def say(sentence: str) -> None:
@@ -19,12 +20,36 @@ def say(sentence: str) -> None:
     print(f"footprint-audit reassess: {sentence}", file=sys.stderr)
 
 
-def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    """The command's arguments and those left over for Beam; exits (0, or 2 with one sentence) for `--help`
-    or a mistake."""
+@dataclass(frozen=True)
+class ReassessSettings:
+    """What one `reassess` run is asked for, made once from its command line (`parse`)."""
+
+    inputs: tuple[str, ...]
+    output: str
+    declarations: str | None
+    trace_value_limit: int | None
+    max_event_bytes: int
+    spill_partition_bytes: int
+    shards: int
+    partition_by: str | None
+    workers: int | None
+    progress: bool  # progress lines on stderr (never with `quiet`)
+    quiet: bool
+    max_dead_letter_rate: float | None
+    summary_json: str | None
+    incremental: bool
+    beam_args: tuple[str, ...]  # the arguments left over for Beam
+
+
+def parse(argv: list[str] | None) -> ReassessSettings:
+    """The run's settings; exits (0, or 2 with one sentence) for `--help` or a mistake."""
     args, beam_args = parser().parse_command(argv)
-    args.no_progress |= args.quiet  # quiet is silent on success: no progress lines either
-    return args, beam_args
+    return ReassessSettings(
+        tuple(args.input), args.output, args.declarations, args.trace_value_limit, args.max_event_bytes,
+        args.spill_partition_bytes, args.shards, args.partition_by, args.workers,
+        not (args.no_progress or args.quiet), args.quiet, args.max_dead_letter_rate, args.summary_json,
+        args.incremental, tuple(beam_args),
+    )
 
 
 def _rate(text: str) -> float:

@@ -45,7 +45,6 @@ TaskManager to N.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -80,7 +79,7 @@ from footprint_audit.transforms.join import (
 from footprint_audit.transforms.read import READER_VERSION, ApplyReaders
 
 from . import incremental, run
-from .args import parser
+from .args import ReassessSettings, parser
 from .args import say as _say
 
 __all__ = ["run", "launch", "build_pipeline", "expand_inputs", "UsageError", "EXIT_DEAD_LETTER_RATE"]
@@ -160,20 +159,20 @@ def _recording_claims(rows: list[dict]) -> list:
     return [claim_of(row, RECORDING) for row in rows if row["run_id"] is not None]
 
 
-def launch(args: argparse.Namespace, beam_args: list[str], target: OutputTarget) -> int:
-    """Check the job's arguments, then run it into `target` (its lock taken by `pipelines.reassess.run`,
-    which parsed `args` and releases the lock); returns the exit code."""
-    out = args.output
+def launch(settings: ReassessSettings, target: OutputTarget) -> int:
+    """Check the job's settings, then run it into `target` (its lock taken by `pipelines.reassess.run`,
+    which releases it); returns the exit code."""
+    out = settings.output
     try:
-        check_beam_args(beam_args, parser().long_flags)
-        declarations = load_declarations(args.declarations, args.trace_value_limit)
+        check_beam_args(list(settings.beam_args), parser().long_flags)
+        declarations = load_declarations(settings.declarations, settings.trace_value_limit)
         # Remote file systems (s3://, gs://) take their endpoint and credentials from Beam's
         # options; the launcher lists inputs and probes the output before any pipeline exists.
-        FileSystems.set_options(PipelineOptions(beam_args))
-        check_inputs(args.input, out)  # the first match of each; the job lists the rest on its workers
-        if args.summary_json is not None:
-            _check_writable(args.summary_json, out)
-        if args.incremental:
+        FileSystems.set_options(PipelineOptions(list(settings.beam_args)))
+        check_inputs(list(settings.inputs), out)  # the first match of each; the job lists the rest on its workers
+        if settings.summary_json is not None:
+            _check_writable(settings.summary_json, out)
+        if settings.incremental:
             incremental.check_local(out)
     except (UsageError, DeclarationsError, OptionsError) as exc:
         _say(str(exc))
@@ -181,112 +180,53 @@ def launch(args: argparse.Namespace, beam_args: list[str], target: OutputTarget)
     try:
         try:
             target.open()
+            # --incremental is refused before anything is read: an output of another kind, other declarations
+            manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION, settings.max_event_bytes,
+                                                settings.partition_by) if settings.incremental else None
         except UsageError as exc:
             _say(str(exc))
             return 2
         except OutputError as exc:
             _say(str(exc))
             return exc.exit_code
-        if args.incremental:  # refused before anything is read: an output of another kind, other declarations
-            try:
-                args.manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION,
-                                                         args.max_event_bytes, args.partition_by)
-            except UsageError as exc:
-                _say(str(exc))
-                return 2
+
         def clean_up() -> None:
             target.discard()
             target.close()
 
         with stop_on_interrupt(clean_up, INTERRUPTED):
-            return _run_job(args, beam_args, declarations, target)
+            return _run_job(settings, declarations, target, manifest)
     finally:
         with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
             target.discard()
             target.close()
 
 
-def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, target: OutputTarget) -> int:
-    """Build, run and publish the job into `target` (opened); returns the exit code."""
+def _run_job(settings: ReassessSettings, declarations: Declarations, target: OutputTarget,
+             manifest: list | None) -> int:
+    """The job in its phases: plan the inputs, run the passes, stage the manifest, publish; returns the exit code."""
     try:
-        beam_args = cached_job_server(beam_args)
+        beam_args = cached_job_server(list(settings.beam_args))
     except RuntimeError as exc:  # the cache was asked for and holds no job server
         _say(str(exc))
         return 2
     named_runner = runner_of(beam_args)
-    plan = None
-    listed = None  # the launcher lists the inputs only for an increment, or for a local output's manifest
-    if args.incremental:
-        listed = _listed(args.input, target.out)
-        plan = incremental.plan_increment(args.manifest, listed.names, listed.hashes.get, listed.sizes)
-        note = incremental.same_bytes_note(plan)
-        if note and not args.no_progress:
-            _say(note)
-        if not plan.new and not plan.changed and not plan.duplicates:
-            if not args.no_progress:
-                _say("no new or changed input file: the output is left as it is")
-            return _finish(args, target.out)
-    if not args.no_progress:
-        if plan is None:
-            _say(f"reading {', '.join(args.input)}: the input files are listed as the job runs")
-        else:
-            _say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
+    dry_run = PipelineOptions(beam_args).view_as(TestOptions).dry_run  # Dataflow's: the job is translated, never run
     runs = None
     try:
-        runs = JobRunner(beam_args, worker_count(args.workers, beam_args), lambda: spill_folder(target),
-                         args.spill_partition_bytes)
-
-        def execute(patterns: list[str], staging: str, again: bool = False,
-                    duplicates: dict[str, str] | None = None) -> None:
-            """Run the job over `patterns`, leaving out the `duplicates`; `again`: a second pass (on one
-            worker in this process when a pool served the first)."""
-            pipeline = runs.pipeline(alone=again)
-            build_pipeline(pipeline, patterns, staging, declarations, args.shards, args.max_event_bytes,
-                           not args.no_progress, output=target.out, partition_by=args.partition_by,
-                           duplicates=duplicates, plan=runs.plan(alone=again))
-            pipeline.run().wait_until_finish()
-
-        duplicates: dict[str, str] = {}
-        if plan is None:
-            dry_run = runs.options.view_as(TestOptions).dry_run  # Dataflow's: the job is translated, never run
-            if target.local and not dry_run:  # the files to read, for the manifest; of files of the same bytes one is read
-                listed = _listed(args.input, target.out)
-                duplicates = duplicates_of(listed.names, listed.sizes, listed.hashes)
-            if duplicates and not args.no_progress:
-                first = min(duplicates)
-                _say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
-                     f"{duplicates[first]}): each is left out, a {REASON_DUPLICATE_FILE} dead letter")
-            execute(list(args.input), target.staging,
-                    duplicates={listed.local_paths.get(n, n): kept for n, kept in duplicates.items()} if listed else None)
-            if dry_run:
-                target.discard()
-                _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
-                return 0
-        else:
-            assert listed is not None, "an increment is planned from the listed inputs"
-            paths = listed.local_paths
-            left_out = {paths.get(n, n): kept for n, kept in plan.duplicates.items()}
-
-            def execute_files(names: list[str], staging: str, again: bool = False) -> None:
-                execute([literal_pattern(paths.get(n, n)) for n in names], staging, again, left_out)
-
-            incremental.read_increment(plan, listed.names, target.out, target.staging, execute_files,
-                                       None if args.no_progress else _say)
-            duplicates = plan.duplicates
+        inputs = _plan_inputs(settings, target, manifest, dry_run)
+        if inputs is None:
+            return _finish(settings, target.out)
+        runs = JobRunner(beam_args, worker_count(settings.workers, beam_args), lambda: spill_folder(target),
+                         settings.spill_partition_bytes)
+        _run_passes(_Job(runs, settings, declarations, target.out, inputs), inputs, target)
+        if dry_run:
+            target.discard()
+            _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
+            return 0
         if target.local:
-            assert listed is not None, "a local output's inputs are listed for its manifest"
-            read = plan.read if plan else [n for n in listed.names if n not in duplicates]
-            stage_manifest(target.staging, read, listed.sizes,
-                                        listed.hashes, plan.increment if plan else 1, READER_VERSION,
-                                        declarations, args.declarations, args.max_event_bytes,
-                                        plan.manifest if plan else [], duplicates, plan.replaced if plan else set())
-        # The summary's figures come from the staged tables and its JSON is written before they are
-        # published: a JSON that cannot be written is a failed job, with the previous tables kept.
-        figures = _figures(args, target.staging, target.out)
-        if figures is not None and args.summary_json is not None:
-            _write_json(args.summary_json, figures)
-        with committed():  # from here on the job is done: a stop signal no longer stops it
-            target.publish()
+            _stage(settings, declarations, target, inputs)
+        figures = _publish(settings, target)
     except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
         return interrupted_exit(exc)
@@ -302,7 +242,104 @@ def _run_job(args: argparse.Namespace, beam_args: list[str], declarations: Decla
     finally:
         if runs is not None:
             runs.close()
-    return _finish(args, target.out, figures)
+    return _finish(settings, target.out, figures)
+
+
+class _Inputs(NamedTuple):
+    """What the job reads: the launcher's listing (an increment's, or a local output's for its manifest;
+    None where the workers list the inputs alone), the increment's plan, and the files left out for
+    holding another's bytes (name → the name read)."""
+
+    listed: _Listed | None
+    plan: incremental.Plan | None
+    duplicates: dict[str, str]
+
+
+def _plan_inputs(settings: ReassessSettings, target: OutputTarget, manifest: list[dict] | None,
+                 dry_run: bool) -> _Inputs | None:
+    """Phase 1: the inputs to read, said on stderr; None when an increment finds nothing new to read."""
+    say = _say if settings.progress else None
+    if settings.incremental:
+        listed = _listed(settings.inputs, target.out)
+        plan = incremental.plan_increment(manifest or [], listed.names, listed.hashes.get, listed.sizes)
+        note = incremental.same_bytes_note(plan)
+        if note and say:
+            say(note)
+        if not plan.new and not plan.changed and not plan.duplicates:
+            if say:
+                say("no new or changed input file: the output is left as it is")
+            return None
+        if say:
+            say(f"reading {len(plan.new) + len(plan.changed)} new or changed input files")
+        return _Inputs(listed, plan, plan.duplicates)
+    if say:
+        say(f"reading {', '.join(settings.inputs)}: the input files are listed as the job runs")
+    if not target.local or dry_run:
+        return _Inputs(None, None, {})
+    listed = _listed(settings.inputs, target.out)  # for the manifest; of files of the same bytes one is read
+    duplicates = duplicates_of(listed.names, listed.sizes, listed.hashes)
+    if duplicates and say:
+        first = min(duplicates)
+        say(f"{len(duplicates)} input file(s) hold the same bytes as another ({first} as "
+            f"{duplicates[first]}): each is left out, a {REASON_DUPLICATE_FILE} dead letter")
+    return _Inputs(listed, None, duplicates)
+
+
+class _Job:
+    """The job over some inputs into a folder: `first` on the runner's workers, `again` (an increment's
+    second pass) on one worker in this process where a pool served the first (its workers serve one job each)."""
+
+    def __init__(self, runs: JobRunner, settings: ReassessSettings, declarations: Declarations, out: str,
+                 inputs: _Inputs) -> None:
+        self.runs, self.settings, self.declarations, self.out = runs, settings, declarations, out
+        self.paths = inputs.listed.local_paths if inputs.listed else {}
+        self.left_out = {self.paths.get(n, n): kept for n, kept in inputs.duplicates.items()}
+
+    def run(self, patterns: list[str], staging: str, alone: bool = False) -> None:
+        s = self.settings
+        pipeline = self.runs.pipeline(alone=alone)
+        build_pipeline(pipeline, patterns, staging, self.declarations, s.shards, s.max_event_bytes, s.progress,
+                       output=self.out, partition_by=s.partition_by, duplicates=self.left_out,
+                       plan=self.runs.plan(alone=alone))
+        pipeline.run().wait_until_finish()
+
+    def first(self, names: list[str], staging: str) -> None:
+        self.run([literal_pattern(self.paths.get(n, n)) for n in names], staging)
+
+    def again(self, names: list[str], staging: str) -> None:
+        self.run([literal_pattern(self.paths.get(n, n)) for n in names], staging, alone=True)
+
+
+def _run_passes(job: _Job, inputs: _Inputs, target: OutputTarget) -> None:
+    """Phase 2: the job over the `--input` patterns into the staging folder, or an increment's passes."""
+    if inputs.plan is None:
+        job.run(list(job.settings.inputs), target.staging)
+        return
+    assert inputs.listed is not None, "an increment is planned from the listed inputs"
+    incremental.read_increment(inputs.plan, inputs.listed.names, target.out, target.staging, job.first, job.again,
+                               _say if job.settings.progress else None)
+
+
+def _stage(settings: ReassessSettings, declarations: Declarations, target: OutputTarget, inputs: _Inputs) -> None:
+    """Phase 3: a local output's manifest beside the staged tables."""
+    listed, plan = inputs.listed, inputs.plan
+    assert listed is not None, "a local output's inputs are listed for its manifest"
+    read = plan.read if plan else [n for n in listed.names if n not in inputs.duplicates]
+    stage_manifest(target.staging, read, listed.sizes, listed.hashes, plan.increment if plan else 1, READER_VERSION,
+                   declarations, settings.declarations, settings.max_event_bytes, plan.manifest if plan else [],
+                   inputs.duplicates, plan.replaced if plan else set())
+
+
+def _publish(settings: ReassessSettings, target: OutputTarget) -> dict | None:
+    """Phase 4: the staged tables' figures, the summary's JSON, then the publish; returns the figures.
+    The JSON is written before the tables are published: a JSON that cannot be written is a failed
+    job, with the previous tables kept."""
+    figures = _figures(settings, target.staging, target.out)
+    if figures is not None and settings.summary_json is not None:
+        _write_json(settings.summary_json, figures)
+    with committed():  # from here on the job is done: a stop signal no longer stops it
+        target.publish()
+    return figures
 
 
 class _Listed(NamedTuple):
@@ -315,8 +352,8 @@ class _Listed(NamedTuple):
     hashes: dict[str, str | None]
 
 
-def _listed(patterns: list[str], out: str) -> _Listed:
-    inputs = expand_inputs(patterns, out)
+def _listed(patterns: tuple[str, ...], out: str) -> _Listed:
+    inputs = expand_inputs(list(patterns), out)
     names = [display_name(path) for path, _size in inputs]
     return _Listed(
         names,
@@ -346,9 +383,9 @@ def _check_writable(path: str, out: str) -> None:
         os.remove(path)
 
 
-def _figures(args: argparse.Namespace, tables: str, out: str) -> dict | None:
+def _figures(settings: ReassessSettings, tables: str, out: str) -> dict | None:
     """The summary's figures of the tables under `tables` (shown under `out`); None when nothing asks for them."""
-    if args.quiet and args.summary_json is None and args.max_dead_letter_rate is None:
+    if settings.quiet and settings.summary_json is None and settings.max_dead_letter_rate is None:
         return None
     return summary_figures(tables, shown_as=out)
 
@@ -367,26 +404,26 @@ def _write_json(path: str, figures: dict) -> None:
         raise
 
 
-def _finish(args: argparse.Namespace, out: str, figures: dict | None = None) -> int:
+def _finish(settings: ReassessSettings, out: str, figures: dict | None = None) -> int:
     """The summary and the dead-letter gate of a published job (`figures`: its tables' as they were
     staged; else read from `out`, and the JSON written, for a job that left the output as it was)."""
     if figures is None:
         try:
-            figures = _figures(args, out, out)
+            figures = _figures(settings, out, out)
         except Exception as exc:  # the output is as it was; only reading it back failed
             _say(f"the tables could not be read back for the summary: {failure_sentence(exc)}")
             return 1
         if figures is None:
             return 0
-        if args.summary_json is not None:
+        if settings.summary_json is not None:
             try:
-                _write_json(args.summary_json, figures)
+                _write_json(settings.summary_json, figures)
             except OSError as exc:
-                _say(f"--summary-json {args.summary_json} cannot be written ({exc.strerror})")
+                _say(f"--summary-json {settings.summary_json} cannot be written ({exc.strerror})")
                 return 1
-    if not args.quiet:
+    if not settings.quiet:
         print(summarize(out, figures))
-    rate = args.max_dead_letter_rate
+    rate = settings.max_dead_letter_rate
     if rate is not None and figures["dead_letter_rate"] > rate:
         _say(
             f"{figures['dead_letters']} dead letters in {figures['events']} events "

@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from .args import parse
+from .args import StreamSettings, parse
 
-__all__ = ["run"]
+__all__ = ["StreamSettings", "run"]
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the streaming job; returns the exit code (2 for a usage mistake, 130 when interrupted)."""
-    args, beam_args = parse(argv)
+    settings = parse(argv)
     from .command import launch  # Beam's import: a second or more
 
-    return launch(args, beam_args)
+    return launch(settings)

@@ -6,18 +6,54 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from footprint_audit.pipelines.options import FlagParser
 from footprint_audit.schemas.defaults import DEFAULT_MAX_EVENT_BYTES
 
-__all__ = ["parse", "parser"]
+__all__ = ["StreamSettings", "parse", "parser"]
 
 
-def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    """The command's arguments and those left over for Beam; exits (0, or 2 with one sentence) for `--help`
-    or a mistake."""
-    return parser().parse_command(argv)
+@dataclass(frozen=True)
+class StreamSettings:
+    """What one `stream` run is asked for, made once from its command line (`parse`): a field per flag."""
+
+    source: str
+    output: str
+    declarations: str | None
+    trace_value_limit: int | None
+    max_event_bytes: int
+    grace_seconds: float
+    allowed_lateness_seconds: float
+    window_seconds: float
+    flush_seconds: int
+    out_of_orderness_seconds: float
+    idle_seconds: float
+    max_records: int
+    max_read_seconds: float
+    consumer_group: str
+    compact_seconds: float
+    retain_hours: float
+    read_start_seconds: float
+    state_dir: str | None
+    checkpoint_seconds: float
+    job_server_heap_mb: int | None
+    no_resume: bool
+    progress_seconds: float
+    metrics_port: int
+    beam_args: tuple[str, ...]  # the arguments left over for Beam
+
+    @property
+    def bounded(self) -> bool:
+        """A Kafka read that stops (`--max-records`, `--max-read-seconds`)."""
+        return bool(self.max_records or self.max_read_seconds)
+
+
+def parse(argv: list[str] | None) -> StreamSettings:
+    """The run's settings; exits (0, or 2 with one sentence) for `--help` or a mistake."""
+    args, beam_args = parser().parse_command(argv)
+    return StreamSettings(**vars(args), beam_args=tuple(beam_args))
 
 
 def parser() -> FlagParser:

@@ -28,7 +28,6 @@ Run on Dataflow, reading Pub/Sub::
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -56,7 +55,7 @@ from footprint_audit.transforms.stream import (
 
 from . import run
 from . import watch as stream_watch
-from .args import parser
+from .args import StreamSettings, parser
 from .summary import stream_summary
 
 __all__ = ["run", "launch", "build_stream", "parse_source", "UsageError"]
@@ -102,10 +101,10 @@ def _expand_files(pattern: str, output: str | None = None) -> list[str]:
         raise UsageError(str(exc).replace("--input ", "--source file://", 1)) from None
 
 
-def kafka_spec(args: argparse.Namespace, parts: dict[str, str], **read: Any) -> KafkaSpec:
+def kafka_spec(settings: StreamSettings, parts: dict[str, str], **read: Any) -> KafkaSpec:
     """The one `KafkaSpec` of a `kafka://` source: its brokers, topic, the job's consumer group and event
     size cap, and what the read itself adds (`read`: its limits and markers)."""
-    return KafkaSpec(parts["brokers"], parts["topic"], args.consumer_group, args.max_event_bytes, **read)
+    return KafkaSpec(parts["brokers"], parts["topic"], settings.consumer_group, settings.max_event_bytes, **read)
 
 
 def positions_file(end_marker: str | None) -> str:
@@ -114,31 +113,31 @@ def positions_file(end_marker: str | None) -> str:
 
 
 def _events(
-    p: beam.Pipeline, source_uri: str, args: argparse.Namespace, rewind: bool, started_marker: str,
+    p: beam.Pipeline, source_uri: str, settings: StreamSettings, rewind: bool, started_marker: str,
     end_marker: str | None,
 ) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
     kind, parts = parse_source(source_uri)
     if kind == "file":
-        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], args.output))
-        return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(args.max_event_bytes)), files
+        files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], settings.output))
+        return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(settings.max_event_bytes)), files
     if kind == "kafka":
         spec = kafka_spec(
-            args, parts,
-            out_of_orderness_ms=int(args.out_of_orderness_seconds * 1000),
-            idle_ms=int(args.idle_seconds * 1000),
-            rewind_ms=int((args.grace_seconds + args.allowed_lateness_seconds + args.out_of_orderness_seconds) * 1000)
+            settings, parts,
+            out_of_orderness_ms=int(settings.out_of_orderness_seconds * 1000),
+            idle_ms=int(settings.idle_seconds * 1000),
+            rewind_ms=int((settings.grace_seconds + settings.allowed_lateness_seconds + settings.out_of_orderness_seconds) * 1000)
             if rewind
             else 0,
-            max_records=args.max_records,
-            max_read_seconds=args.max_read_seconds,
+            max_records=settings.max_records,
+            max_read_seconds=settings.max_read_seconds,
             started_marker=started_marker,
             ended_marker=positions_file(end_marker),
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
         return read["events"], read["topic"]
-    events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], args.max_event_bytes)
+    events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], settings.max_event_bytes)
     return events, events
 
 
@@ -147,7 +146,7 @@ def build_stream(
     source_uri: str,
     out: str,
     declarations: Declarations,
-    args: argparse.Namespace,
+    settings: StreamSettings,
     end_marker: str | None = None,
     rewind: bool = True,
     started_marker: str = "",
@@ -163,17 +162,17 @@ def build_stream(
     has no processing-time triggers (Beam's local runner), so the tables are written once, when a
     bounded read ends, as a `file://` replay's always are.
     """
-    events, start = _events(p, source_uri, args, rewind, started_marker, end_marker)
+    events, start = _events(p, source_uri, settings, rewind, started_marker, end_marker)
     classified = gives_dead_letters(
         events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED))
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
-        declarations, args.grace_seconds, args.allowed_lateness_seconds
+        declarations, settings.grace_seconds, settings.allowed_lateness_seconds
     )
     dead = DeadLetterCollector()
     dead.take(classified, joined)
     # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
     once = write_at_end or parse_source(source_uri)[0] == "file"
-    w, flush = args.window_seconds, 0 if once else args.flush_seconds
+    w, flush = settings.window_seconds, 0 if once else settings.flush_seconds
     written = [
         joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
         dead.close(p)
@@ -199,12 +198,12 @@ def build_stream(
         )
 
 
-def _watch(args: argparse.Namespace, session: flink_state.FlinkSession) -> stream_watch.Watch:
+def _watch(settings: StreamSettings, session: flink_state.FlinkSession) -> stream_watch.Watch:
     """The running job's progress line, metrics endpoint and outage lines (`pipelines.stream.watch`)."""
-    kind, parts = parse_source(args.source)
-    kafka = (parts["brokers"], parts["topic"], args.consumer_group) if kind == "kafka" else None
+    kind, parts = parse_source(settings.source)
+    kafka = (parts["brokers"], parts["topic"], settings.consumer_group) if kind == "kafka" else None
     started = str(session.state_dir / READ_STARTED) if session.state_dir else None
-    return stream_watch.Watch(args.progress_seconds, args.metrics_port, kafka, session.state_dir, started)
+    return stream_watch.Watch(settings.progress_seconds, settings.metrics_port, kafka, session.state_dir, started)
 
 
 #: What `_wait` returns for a job whose Kafka read the runner never started in time.
@@ -252,38 +251,37 @@ def _cancel(result: Any) -> None:
         pass
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(settings: StreamSettings) -> None:
     for name in ("grace_seconds", "allowed_lateness_seconds", "out_of_orderness_seconds", "idle_seconds", "max_read_seconds",
                  "read_start_seconds", "compact_seconds", "retain_hours"):
-        if getattr(args, name) < 0:
+        if getattr(settings, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be 0 or more")
     for name in ("window_seconds", "flush_seconds"):
-        if getattr(args, name) <= 0:
+        if getattr(settings, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be more than 0")
-    if args.trace_value_limit is not None and args.trace_value_limit <= 0:
+    if settings.trace_value_limit is not None and settings.trace_value_limit <= 0:
         raise UsageError("--trace-value-limit must be more than 0")
-    if args.max_event_bytes <= 0 or args.max_records < 0:
+    if settings.max_event_bytes <= 0 or settings.max_records < 0:
         raise UsageError("--max-event-bytes must be more than 0 and --max-records 0 or more")
-    if args.job_server_heap_mb is not None and args.job_server_heap_mb < 256:
+    if settings.job_server_heap_mb is not None and settings.job_server_heap_mb < 256:
         raise UsageError("--job-server-heap-mb must be 256 or more")
-    if os.path.isfile(args.output):
-        raise UsageError(f"--output {args.output} is a file; give a folder")
+    if os.path.isfile(settings.output):
+        raise UsageError(f"--output {settings.output} is a file; give a folder")
 
 
-def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declarations, kind: str, parts: dict) -> str:
+def _submit(settings: StreamSettings, declarations: Declarations, kind: str, parts: dict) -> str:
     """Run the job once, in a Flink session of its own (a job server that restores the state dir's
     latest checkpoint) when the runner is Flink; returns how it ended (`_wait`)."""
     # the roll-up (pipelines.compact.rollup) of a local output, on a thread that ends with the block
-    compacts = args.compact_seconds > 0 and "://" not in args.output
-    with (flink_state.FlinkSession(args, beam_args) as session, _watch(args, session),
-          Compactor(args.output, args.compact_seconds if compacts else 0, args.retain_hours),
+    compacts = settings.compact_seconds > 0 and "://" not in settings.output
+    with (flink_state.FlinkSession(settings, declarations.sha256) as session, _watch(settings, session),
+          Compactor(settings.output, settings.compact_seconds if compacts else 0, settings.retain_hours),
           JobRunner(session.beam_args) as runs):
-        bounded = bool(args.max_records or args.max_read_seconds)
-        watched = kind == "kafka" and session.state_dir is not None and args.read_start_seconds > 0
+        watched = kind == "kafka" and session.state_dir is not None and settings.read_start_seconds > 0
         started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
         pipeline = runs.pipeline()
-        end_marker = session.end_marker() if bounded else None
-        build_stream(pipeline, args.source, args.output, declarations, args, end_marker,
+        end_marker = session.end_marker() if settings.bounded else None
+        build_stream(pipeline, settings.source, settings.output, declarations, settings, end_marker,
                      rewind=session.restored is None, started_marker=started or "", write_at_end=runs.named is None)
         if started is not None and os.path.exists(started):
             os.remove(started)
@@ -291,7 +289,7 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
         if runs.options.view_as(TestOptions).dry_run:  # Dataflow's: the job was translated, never run
             return DRY_RUN
         try:
-            state = _wait(result, end_marker, started, args.read_start_seconds,
+            state = _wait(result, end_marker, started, settings.read_start_seconds,
                           session.state_dir / "checkpoints" if session.state_dir else None)
         except KeyboardInterrupt:
             try:
@@ -304,7 +302,7 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
             # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
             # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
             # checkpoint taken mid-read (read again) or after the read finished (it would never read)
-            if commit_positions(kafka_spec(args, parts), positions_file(end_marker)):
+            if commit_positions(kafka_spec(settings, parts), positions_file(end_marker)):
                 session.forget_checkpoints()
         if state == NOT_STARTED and started is not None and not os.path.exists(started):
             # the read never ran, so the cancelled job's checkpoints hold nothing the one it restored
@@ -314,52 +312,50 @@ def _submit(args: argparse.Namespace, beam_args: list[str], declarations: Declar
         return state
 
 
-def launch(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """Check the job's arguments (parsed by `pipelines.stream.run`), then run it; returns the exit code."""
+def _refusal(settings: StreamSettings, kind: str, parts: dict) -> str | None:
+    """Why the job cannot run with these settings (one sentence), or None."""
+    runner = flink_state.runner_of(list(settings.beam_args))
+    if kind == "pubsub" and runner not in PUBSUB_RUNNERS:
+        return (f"--source {settings.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
+                f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by {runner or 'the local runner'}")
+    if kind == "kafka" and runner is None and not settings.bounded:
+        return (f"--source {settings.source} on Beam's local runner (no --runner) needs --max-records or "
+                "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
+    return None
+
+
+def _nothing_to_do(settings: StreamSettings, parts: dict) -> bool:
+    """A bounded Kafka read the group has read whole, with no checkpoint holding what a killed job had read
+    but not written yet (then the job resumes from it)."""
+    return bool(settings.max_records and records_read(kafka_spec(settings, parts)) >= settings.max_records
+                and flink_state.checkpoint_to_resume(settings) is None)
+
+
+def launch(settings: StreamSettings) -> int:
+    """Check the job's settings (parsed by `pipelines.stream.run`), then run it; returns the exit code."""
     try:
-        check_beam_args(beam_args, parser().long_flags)
-        declarations = load_declarations(args.declarations, args.trace_value_limit)
-        args.declarations_sha256 = declarations.sha256  # in the checkpoint's identity (flink_state)
-        kind, parts = parse_source(args.source)
-        _check(args)
-        if kind == "pubsub" and flink_state.runner_of(beam_args) not in PUBSUB_RUNNERS:
-            raise UsageError(f"--source {args.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
-                             f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by "
-                             f"{flink_state.runner_of(beam_args) or 'the local runner'}")
-        if kind == "kafka" and flink_state.runner_of(beam_args) is None and not (args.max_records or args.max_read_seconds):
-            raise UsageError(f"--source {args.source} on Beam's local runner (no --runner) needs --max-records or "
-                             "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
+        check_beam_args(list(settings.beam_args), parser().long_flags)
+        declarations = load_declarations(settings.declarations, settings.trace_value_limit)
+        kind, parts = parse_source(settings.source)
+        _check(settings)
+        refusal = _refusal(settings, kind, parts)
+        if refusal is not None:
+            raise UsageError(refusal)
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
-            # before a job starts: nothing to do once the group has read the bound and no checkpoint holds
-            # what a killed job had read but not written yet (then the job resumes from it)
-            if (args.max_records and records_read(kafka_spec(args, parts)) >= args.max_records
-                    and flink_state.checkpoint_to_resume(args, beam_args) is None):
-                print(f"footprint-audit stream: group {args.consumer_group} has already read the {args.max_records} "
+            if _nothing_to_do(settings, parts):  # before a job starts
+                print(f"footprint-audit stream: group {settings.consumer_group} has already read the {settings.max_records} "
                       f"records --max-records asks for on {parts['topic']}; nothing to do")
                 return 0
     except (UsageError, DeclarationsError, OptionsError, ValueError) as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
     try:
-        # On Flink, a Kafka read the runner has not started is submitted again to a new job server
-        # (docs/streaming.md, "A start that stalls")
-        for attempt in range(1, START_ATTEMPTS + 1):
-            state = _submit(args, beam_args, declarations, kind, parts)
-            if state != NOT_STARTED:
-                break
-            if attempt < START_ATTEMPTS:
-                print(f"footprint-audit stream: the job checkpointed for {args.read_start_seconds:.0f} s without starting "
-                      f"its Kafka read; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})", file=sys.stderr)
+        state = _run_until_started(settings, declarations, kind, parts)
         if state == DRY_RUN:
-            print(f"footprint-audit stream: --dry_run: the job was translated for {flink_state.runner_of(beam_args)} "
-                  "and not run", file=sys.stderr)
+            print(f"footprint-audit stream: --dry_run: the job was translated for "
+                  f"{flink_state.runner_of(list(settings.beam_args))} and not run", file=sys.stderr)
             return 0
-        if state == NOT_STARTED:
-            raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts, each checkpointing "
-                            f"for {args.read_start_seconds:.0f} s (see the state dir's job-server.log)")
-        if state not in ("DONE", "RUNNING", "ENDED"):
-            raise JobFailed(f"the job ended in state {state}")
     except UsageError as exc:
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
         return 2
@@ -373,18 +369,42 @@ def launch(args: argparse.Namespace, beam_args: list[str]) -> int:
     except Exception as exc:  # the job failed while it ran: one sentence, not Beam's traceback
         print(f"footprint-audit stream: the job failed: {failure_sentence(exc)}", file=sys.stderr)
         return 1
-    if args.compact_seconds > 0 and "://" not in args.output and state in ("DONE", "ENDED"):  # no folder is still open
+    _finish(settings, kind, state)
+    return 0
+
+
+def _run_until_started(settings: StreamSettings, declarations: Declarations, kind: str, parts: dict) -> str:
+    """The job submitted until its read starts (on Flink, a Kafka read the runner has not started is
+    submitted again to a new job server: docs/streaming.md, "A start that stalls"); how it ended, or
+    `JobFailed`."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        state = _submit(settings, declarations, kind, parts)
+        if state != NOT_STARTED:
+            break
+        if attempt < START_ATTEMPTS:
+            print(f"footprint-audit stream: the job checkpointed for {settings.read_start_seconds:.0f} s without starting "
+                  f"its Kafka read; submitting it again (attempt {attempt + 1} of {START_ATTEMPTS})", file=sys.stderr)
+    if state == NOT_STARTED:
+        raise JobFailed(f"the runner did not start the Kafka read in {START_ATTEMPTS} attempts, each checkpointing "
+                        f"for {settings.read_start_seconds:.0f} s (see the state dir's job-server.log)")
+    if state not in ("DONE", "RUNNING", "ENDED", DRY_RUN):
+        raise JobFailed(f"the job ended in state {state}")
+    return state
+
+
+def _finish(settings: StreamSettings, kind: str, state: str) -> None:
+    """The last roll-up of a local output whose job ended, and the summary line."""
+    if settings.compact_seconds > 0 and "://" not in settings.output and state in ("DONE", "ENDED"):  # no folder is still open
         try:
-            compact_output(args.output, args.retain_hours, idle_seconds=0)
+            compact_output(settings.output, settings.retain_hours, idle_seconds=0)
         except Exception as exc:  # the tables are written; the next pass or `compact` rolls them up
-            print(f"footprint-audit stream: the roll-up of {args.output} failed: {exc}", file=sys.stderr)
-    summary = stream_summary(args.output)
+            print(f"footprint-audit stream: the roll-up of {settings.output} failed: {exc}", file=sys.stderr)
+    summary = stream_summary(settings.output)
     if kind == "kafka":  # noted by the workers where they run: in this process (local runner, LOOPBACK) or unknown
         noted = status_snapshot()
         summary = (summary + "; " if summary else "") + (
             f"failed offset commits {noted.failed_commits:,}" if noted.records is not None else "failed offset commits unknown")
-    print(f"footprint-audit stream: done; tables under {args.output}" + (f": {summary}" if summary else ""))
-    return 0
+    print(f"footprint-audit stream: done; tables under {settings.output}" + (f": {summary}" if summary else ""))
 
 
 if __name__ == "__main__":
