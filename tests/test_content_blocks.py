@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from footprint_audit.transforms.decode.content_blocks import Unwrapped, text_blocks
+from footprint_audit.transforms.decode.content_blocks import Unwrapped, unwrapped
 from helpers import load_table
 from test_otlp_traces import _line, _reassess, _span, _write
 
@@ -25,19 +25,29 @@ from test_otlp_traces import _line, _reassess, _span, _write
     ({"content": []}, ""),
 ])
 def test_only_text_blocks_read_as_their_text(value, text):
-    assert text_blocks(value) == Unwrapped(text)
+    assert unwrapped(value) == Unwrapped(text)
+
+
+@pytest.mark.parametrize("value, response", [
+    ('{"id":"call_2a","name":"list_hosts","response":{"result":[]}}', {"result": []}),
+    ({"name": "query_db", "response": {"rows": []}}, {"rows": []}),
+])
+def test_a_function_response_reads_as_its_response(value, response):
+    """Google ADK records the Gemini `FunctionResponse` it sends: the model reads its `response`."""
+    assert unwrapped(value) == Unwrapped(response)
 
 
 def test_an_mcp_result_that_says_it_failed():
-    assert text_blocks('{"content": [{"type": "text", "text": "no such table"}], "isError": true}') == Unwrapped("no such table", True)
+    assert unwrapped('{"content": [{"type": "text", "text": "no such table"}], "isError": true}') == Unwrapped("no such table", True)
 
 
 @pytest.mark.parametrize("value", [
     "[]", [], "", "plain text", '[{"text": 1}]', [{"type": "image", "data": "AA=="}], [{"text": "a", "id": 1}],
     [{"text": "a"}, "b"], {"content": "text"}, {"content": [{"text": "a"}], "rows": []}, '[{"text": "cut', {"rows": []},
+    {"name": "t", "response": "text"}, {"name": "t", "response": {}, "rows": []}, {"response": {"result": []}},
 ])
 def test_any_other_shape_is_read_as_it_is(value):
-    assert text_blocks(value) is None
+    assert unwrapped(value) is None
 
 
 def test_blocks_on_a_tool_span_read_as_the_recording_of_their_text_reads(tmp_path):

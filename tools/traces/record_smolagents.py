@@ -14,14 +14,20 @@ back as an ``assistant`` message ``"Calling tools:\\n[{...}]"`` (a Python list o
 raises ends the step with an ``AgentToolExecutionError``: the step keeps neither its tool calls nor an
 assistant message, and the model is sent a ``user`` message ``"Error:\\nError executing tool
 'broken_tool' ... RuntimeError: backend down ..."`` without the call id. Because that step leaves no
-assistant message in the history, the fake server counts turns by request (``turn_by="request"``).
-``calls.json``'s ``model_read`` is the exact text of that ``user`` message, the last message of the
-next request (the same text for calls 8 and 9), and ``model_read_role`` its role.
+assistant message in the history, the fake server counts turns by request (``turn_by="request"``),
+and smolagents merges that error message into the ``user`` message before it (step 6's observation).
+``calls.json``'s ``model_read`` is the exact text the model was sent for the call's turn: the last
+message of the next request (the same text for calls 8 and 9), for call 7 only the part its step
+added, the whole merged message then in ``model_read_in``; ``model_read_role`` is its role.
 
 Spans come from ``openinference-instrumentation-smolagents`` (``SmolagentsInstrumentor``): an AGENT
 span per run, a CHAIN span per step, an LLM span per model call (``llm.input_messages.N.message.contents.M
 .message_content.text``, ``llm.output_messages.0.message.tool_calls.K.tool_call.id``), and a TOOL span
-per tool call (``tool.name``, ``input.value``, ``output.value``; no call id). A ``SimpleSpanProcessor``
+per tool call, named after the tool's class (``SimpleTool``; ``FinalAnswerTool``), with ``tool.name``,
+``input.value`` (smolagents' own call: ``{"args", "sanitize_inputs_outputs", "kwargs"}``) and
+``output.value`` (text as it is, other values as JSON); no call id. The LLM span holds
+smolagents' messages before their conversion for the wire: roles ``tool-call`` and ``tool-response``,
+not merged (call 7's error is a ``tool-response`` of its own). A ``SimpleSpanProcessor``
 writes every ended span as one line of ``traces.jsonl``. No log records.
 
 Setup ``smolagents``: ``<out>/smolagents/traces.jsonl`` and ``calls.json``.
@@ -75,12 +81,21 @@ def _text(message: dict) -> Any:
     return content
 
 
-def model_reads(fake) -> dict[int, tuple[str, Any]]:
-    """``{turn: (role, text)}``: the last message of the request after each turn, which answers it."""
+def model_reads(fake) -> dict[int, tuple[str, Any, Any]]:
+    """``{turn: (role, text, whole)}``: what answers each turn, the last message of the next request.
+    smolagents merges a message into the one before it when their roles are the same (after step 6,
+    step 7's error message joins step 6's observation): then ``text`` is what this turn added (after
+    the earlier text and a newline) and ``whole`` the merged message, else ``whole`` is None."""
     out = {}
-    for k, body in enumerate(fake.requests[1:], start=1):
-        last = (body.get("messages") or [{}])[-1]
-        out[k] = (last.get("role"), _text(last))
+    for k in range(1, len(fake.requests)):
+        before, now = fake.requests[k - 1].get("messages") or [], fake.requests[k].get("messages") or []
+        last, text = now[-1], _text(now[-1])
+        merged = len(now) == len(before) and before[-1].get("role") == last.get("role")
+        head = _text(before[-1]) + "\n" if merged else None
+        if merged and isinstance(text, str) and text.startswith(head):
+            out[k] = (last.get("role"), text[len(head):], text)
+        else:
+            out[k] = (last.get("role"), text, None)
     return out
 
 
@@ -107,7 +122,8 @@ def record(setup: str, out: Path, _args=None) -> None:
         issued = [c for c in fake.issued if c["name"] != "final_answer"]
         calls = [
             recording.call_entry(n, c["id"], ledger.get(c["name"], c["arguments"]), reads[c["turn"]][1],
-                                 turn=c["turn"], model_read_role=reads[c["turn"]][0])
+                                 turn=c["turn"], model_read_role=reads[c["turn"]][0],
+                                 **({"model_read_in": reads[c["turn"]][2]} if reads[c["turn"]][2] else {}))
             for n, c in enumerate(issued, start=1)
         ]
         settings = recording.fake_server_settings(fake, str(result).strip(), paths=True)

@@ -4,7 +4,9 @@ Pattern: one pure function over one recorded value.
 Role:    `otlp_json` asks it of every result a trace records (a tool span's, a chat message's).
          Strands records a tool's return as blocks (`[{"text": "[]"}]`) and an MCP server answers
          `{"content": [{"type": "text", "text": …}], "isError": …}`: the model reads the text inside,
-         so the readers read that text. Recordings never pass here: their values stay upstream's.
+         so the readers read that text. Google ADK records a Gemini `FunctionResponse`
+         (`{"id", "name", "response": {…}}`): the model reads its `response`. Recordings never pass
+         here: their values stay upstream's.
 Never:   unwraps a value holding anything but text blocks (an image block, a key of its own, an
          empty list: a tool's own `[]`); such a value is read as it is.
 """
@@ -16,28 +18,26 @@ from typing import Any
 
 from footprint_audit.readers import JSONError, parse_json
 
-__all__ = ["Unwrapped", "text_blocks"]
+__all__ = ["Unwrapped", "text_blocks", "unwrapped"]
 
 #: The keys of an MCP `CallToolResult`.
 _MCP_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})
 _BLOCK_KEYS = frozenset({"type", "text"})
+#: The keys of a Gemini `FunctionResponse` as Google ADK records it (`response` is what the model reads).
+_FUNCTION_RESPONSE_KEYS = frozenset({"id", "name", "response", "will_continue", "scheduling"})
 
 
 @dataclass(frozen=True, slots=True)
 class Unwrapped:
-    """The text of a value made only of text blocks (several joined by a newline), and whether an
-    MCP result says the tool failed (`isError: true`)."""
+    """What the model read of a wrapped value: the text of text blocks (several joined by a newline)
+    or a `FunctionResponse`'s `response`; and whether an MCP result says the tool failed (`isError: true`)."""
 
-    text: str
+    text: Any
     is_error: bool = False
 
 
-def text_blocks(value: Any) -> Unwrapped | None:
-    """`value` (structured, or the JSON text of it) as text blocks → its text; None: not only text blocks.
-
-    A non-empty list of `{"text"}` / `{"type": "text", "text"}` blocks, or an MCP result whose `content`
-    is such a list (an empty `content`: the empty text).
-    """
+def unwrapped(value: Any) -> Unwrapped | None:
+    """`value` (structured, or the JSON text of it) → what the model read inside it; None: not wrapped."""
     data = value
     if type(value) is str:
         if value[:1] not in ("[", "{"):
@@ -46,6 +46,18 @@ def text_blocks(value: Any) -> Unwrapped | None:
             data = parse_json(value.encode("utf-8", "surrogatepass"))
         except JSONError:
             return None
+    if type(data) is dict and type(data.get("response")) is dict and type(data.get("name")) is str \
+            and data.keys() <= _FUNCTION_RESPONSE_KEYS:
+        return Unwrapped(data["response"])
+    return text_blocks(data)
+
+
+def text_blocks(data: Any) -> Unwrapped | None:
+    """A parsed value as text blocks → its text; None: not only text blocks.
+
+    A non-empty list of `{"text"}` / `{"type": "text", "text"}` blocks, or an MCP result whose `content`
+    is such a list (an empty `content`: the empty text).
+    """
     if type(data) is dict:
         blocks = data.get("content")
         if type(blocks) is not list or not data.keys() <= _MCP_KEYS:

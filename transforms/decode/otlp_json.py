@@ -16,7 +16,7 @@ Role:    `OTLP_JSON` reads the files the OpenTelemetry Collector's `file` export
 Never:   drops a span silently (each is events of its trace's run, or one dead letter), or
          reads `output.mime_type`-style hints as proof of JSON.
 
-Dialects read here (`DIALECTS`, first match wins; docs/traces.md lists them):
+Dialects read here (`DIALECTS`, first match wins, and where it holds no result the next that does; docs/traces.md lists them):
 1. GenAI `execute_tool` spans (semantic conventions 1.38 and later): `gen_ai.operation.name ==
    "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.result`.
 4. OpenInference `TOOL` spans: `openinference.span.kind == "TOOL"`, `tool.name`, `tool.id`,
@@ -47,7 +47,7 @@ from footprint_audit.schemas.events import (
     REASON_NOT_JSON, TOOL_END, TOOL_START, DeadLetter, Event,
 )
 
-from .content_blocks import text_blocks
+from .content_blocks import unwrapped
 from .envelopes import dump, not_json_detail, parse_utf8_safe, too_large
 from .formats import InputFormat, Opened
 from .json_texts import json_texts
@@ -205,6 +205,18 @@ def _first(dialects: tuple, raw: dict[str, Any]) -> Any:
     """What the first of `dialects` that reads `raw` (an attribute map) reads, else None."""
     return next(filter(None, (read(raw) for read in dialects)), None)
 
+
+def _tool_span(raw: dict[str, Any]) -> ToolSpan | None:
+    """The first dialect that reads a tool span; where it holds no result, the result of the next one
+    that does (Google ADK's spans are dialect 1 and, instrumented, 4: the result is 4's `output.value`)."""
+    read = [tool for tool in (dialect(raw) for dialect in DIALECTS) if tool is not None]
+    if not read:
+        return None
+    tool = read[0]
+    if tool.result is _MISSING:
+        tool.result = next((other.result for other in read[1:] if other.result is not _MISSING), _MISSING)
+    return tool
+
 #: What a span's or log record's chat messages say of tool calls: `(MODEL_READ | MODEL_ASKED, payload,
 #: where the call id comes from)`.
 Said = list[tuple[str, dict[str, Any], str]]
@@ -221,9 +233,9 @@ def _said(call_id: Any, name: Any, value: Any = _MISSING) -> dict[str, Any]:
 
 
 def _put_value(payload: dict[str, Any], key: str, value: Any) -> bool:
-    """`payload[key]` = the value as the model read it: text blocks unwrapped (then `payload[key +
-    "Unwrapped"]` is true, `content_blocks`). True: an MCP result that says the tool failed."""
-    blocks = text_blocks(value)
+    """`payload[key]` = the value as the model read it: text blocks or a `FunctionResponse` unwrapped (then
+    `payload[key + "Unwrapped"]` is true, `content_blocks`). True: an MCP result that says the tool failed."""
+    blocks = unwrapped(value)
     if blocks is None:
         payload[key] = value
         return False
@@ -333,6 +345,10 @@ def _said_events(said: Said, index: int, meta: dict[str, Any], span_id: str, rea
             for n, (kind, payload, id_from) in enumerate(said)]
 
 
+#: Tool spans that stand for other tool spans, not a call: Google ADK's span around parallel calls.
+_SUMMARY_SPANS = frozenset({"execute_tool (merged)"})
+
+
 def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event] | tuple[str, str]:
     """One span → its events from position `index` on, or `(reason, detail)` for its dead letter.
 
@@ -352,7 +368,7 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
     session = any_value(raw.get("gen_ai.conversation.id")) or any_value(raw.get("session.id"))
     if type(session) is str and session:
         meta["sessionId"] = session
-    tool = None if (trace_id, span_id) in seen else _first(DIALECTS, raw)
+    tool = None if (trace_id, span_id) in seen or span.get("name") in _SUMMARY_SPANS else _tool_span(raw)
     if tool is None:
         said = _first(MESSAGE_DIALECTS, raw) or _span_message_events(span)
         if said:

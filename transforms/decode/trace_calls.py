@@ -15,7 +15,7 @@ Emits:   nothing; no I/O, no Beam.
 | rule | what makes one call of a trace's events                                                       |
 |------|-----------------------------------------------------------------------------------------------|
 | 1    | the events that share a call id (a tool span's, its copies', the messages that read or asked for it) |
-| 2    | a tool span without a call id (keyed by its span) and a message call with no tool span, of the same tool: paired in order among the unpaired (spans by start time, message calls by the time the model asked for them); the call takes the message's id |
+| 2    | a tool span without a call id (keyed by its span) and a message call with no tool span, of the same tool: paired in order among the unpaired (spans by start time, message calls by the time the model asked for them); the call takes the message's id. The spans left pair, in the same order, with the message calls no message names a tool for |
 | 3    | the value read is the first model call's (by time) that holds one: joined to the tool span's `tool_end`, or the call's `tool_end` where no span ended |
 | 4    | a call only asked for, or read with no value captured, is a `tool_start` of its own: outcome unknown |
 | 5    | a provider's call id (`call_…`, `toolu_…`) in several traces of the input is one call, read in the trace of its tool span, else in the first trace that mentions it |
@@ -143,22 +143,34 @@ def _id_from(call: _Call) -> str:
 
 
 def _pair_unkeyed(calls: dict[str, _Call]) -> None:
-    """Rule 2: each tool span keyed by its span joins the message call of its tool next in order."""
-    spans: dict[str, list[tuple[tuple, str]]] = {}  # tool → (when its span began, its call id)
-    said: dict[str, list[tuple[tuple, str]]] = {}  # tool → (when the model asked, the call id)
+    """Rule 2: each tool span keyed by its span joins the message call of its tool next in order; the spans
+    left join, in order, the message calls no message names a tool for."""
+    spans: dict[str | None, list[tuple[tuple, str]]] = {}  # tool → (when its span began, its call id)
+    said: dict[str | None, list[tuple[tuple, str]]] = {}  # tool (None: unnamed) → (when the model asked, the call id)
     for call_id, call in calls.items():
         name, spanned = call.name(), call.spanned
-        if name is not None and spanned is None:
+        if spanned is None:
             said.setdefault(name, []).append((call.asked_at(), call_id))
-        elif name is not None and spanned is not None and _id_from(call) == "span":
+        elif name is not None and _id_from(call) == "span":
             spans.setdefault(name, []).append((_when(spanned), call_id))
+    left: list[tuple[tuple, str]] = []
     for name, span_ids in spans.items():
-        for (_, span_id), (_, message_id) in zip(sorted(span_ids), sorted(said.get(name, ()))):
-            span, message = calls.pop(span_id), calls[message_id]
-            id_from = _id_from(message)
-            message.start = span.start and _renamed(span.start, message_id, id_from)
-            message.end = span.end and _renamed(span.end, message_id, id_from)
-            message.rest += [_renamed(i, message_id, id_from) for i in span.rest]
+        span_ids.sort()
+        messages = sorted(said.get(name, ()))
+        _join_spans(calls, span_ids, messages)
+        left += span_ids[len(messages):]
+    _join_spans(calls, sorted(left), sorted(said.get(None, ())))
+
+
+def _join_spans(calls: dict[str, _Call], span_ids: list[tuple[tuple, str]], message_ids: list[tuple[tuple, str]]) -> None:
+    """The tool spans (keyed by their spans) and the message calls, paired in order: each span's events
+    taken by its message call, under the message's id."""
+    for (_, span_id), (_, message_id) in zip(span_ids, message_ids):
+        span, message = calls.pop(span_id), calls[message_id]
+        id_from = _id_from(message)
+        message.start = span.start and _renamed(span.start, message_id, id_from)
+        message.end = span.end and _renamed(span.end, message_id, id_from)
+        message.rest += [_renamed(i, message_id, id_from) for i in span.rest]
 
 
 def _renamed(item: Item, call_id: str, id_from: str) -> Item:
