@@ -1,5 +1,5 @@
 """The streams' run counts through spill files (`transforms.join.spilled_counts`, Beam's local runner):
-the same `runs` rows as `transforms.join.keyed.LineRunRows`' `GroupByKey`, and only file names cross the runner."""
+the same `runs` rows as `transforms.join.keyed.LineRunRows`' `CombinePerKey`, and only file names cross the runner."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from helpers import fn_api_runner
 from footprint_audit.transforms.calls.accounting import RunCounts
+from footprint_audit.transforms.calls import add_counts
 from footprint_audit.transforms.join.keyed import LineRunRows, _line_run_row
 from footprint_audit.transforms.join.spilled_counts import PARTITIONS, SpillLineRunRows
 
@@ -36,7 +37,7 @@ def _expected() -> list[dict]:
     parts: dict[tuple, list[RunCounts]] = {}
     for key, c in READ + KEYED + JOINED:
         parts.setdefault(key, []).append(c)
-    return [_line_run_row(item) for item in parts.items()]
+    return [_line_run_row((key, add_counts(p))) for key, p in parts.items()]
 
 
 def _check(spill: str | None) -> None:

@@ -281,23 +281,18 @@ class JoinLineEvents(beam.PTransform):
         return join_shared(joined, facts)
 
 
-def _line_run_row(item: tuple[tuple[str, str], Iterable[RunCounts]]) -> dict:
-    (run_id, source), parts = item
-    counts = add_counts(parts)
+def _line_run_row(item: tuple[tuple[str, str], RunCounts]) -> dict:
+    (run_id, source), counts = item
     return run_row(run_id, source, counts.format or "event-stream", counts)
 
 
 class LineRunRows(beam.PTransform):
-    """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file.
-
-    The steps that make counts add them up per bundle first, so the partials are
-    few and one `GroupByKey` gathers them (a lifted combine would add three steps
-    for nothing).
-    """
+    """Partial counts keyed `(run_id, source_file)` → one `runs` row per run and file, the partials
+    added up by Beam's `CombinePerKey` (lifted before the shuffle where the runner can)."""
 
     def expand(self, counts: beam.PCollection) -> beam.PCollection:
         return (
             counts
-            | "GroupCounts" >> beam.GroupByKey()
+            | "AddUpCounts" >> beam.CombinePerKey(add_counts)
             | "RunRow" >> beam.Map(_line_run_row)
         )
