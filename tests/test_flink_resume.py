@@ -1,6 +1,6 @@
 """`stream` on Flink resumes from the state dir's latest complete checkpoint: which one, with what
 options, and a checkpoint of another job refused (no JVM: the session is set up with its own
-`--job_endpoint`, so no job server is started)."""
+`--job_endpoint`, so no job server is started; where one is, it is a stand-in)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from footprint_audit.pipelines.launch.errors import UsageError
-from footprint_audit.pipelines.flink.state import FlinkSession, latest_checkpoint
+from footprint_audit.pipelines.flink import FlinkSession, FlinkStartError, OwnJobServer, latest_checkpoint
+from footprint_audit.pipelines.local_runner import JobRunner
 from footprint_audit.pipelines.stream.args import parse
 
 
@@ -141,51 +142,71 @@ def test_a_checkpoint_whose_join_state_has_another_layout_is_refused_in_one_sent
         assert s.restored is None
 
 
-def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(tmp_path, monkeypatch):
+class FakeServer:
+    """A job server that starts nothing: what it was started with is noted in `started`."""
+
+    endpoint = "localhost:1"
+    started: list[dict] = []
+
+    def __init__(self, jar, master, log, conf_dir=None, heap_mb=None):
+        FakeServer.started.append(dict(jar=jar, master=master, log=log, conf_dir=conf_dir, heap_mb=heap_mb, stopped=False))
+
+    def start(self):
+        return self
+
+    def stop(self):
+        FakeServer.started[-1]["stopped"] = True
+
+
+@pytest.fixture
+def fake_server(monkeypatch):
+    import footprint_audit.pipelines.flink.job_server as js
+
+    FakeServer.started = []
+    monkeypatch.setattr(js, "JobServer", FakeServer)
+    return FakeServer.started
+
+
+def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(tmp_path, fake_server):
     newest = _checkpoint(tmp_path, "b" * 32, 2)
-    started = {}
-
-    class FakeServer:
-        endpoint = "localhost:1"
-
-        def __init__(self, jar, master, log, conf_dir=None, heap_mb=None):
-            started.update(master=master, conf_dir=conf_dir, heap_mb=heap_mb)
-
-        def start(self):
-            return self
-
-        def stop(self):
-            pass
-
-    import footprint_audit.pipelines.flink.state as fs
-
-    monkeypatch.setattr(fs, "JobServer", FakeServer)
     args = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar"]
-    with _session(tmp_path, args) as session:
+    with _session(tmp_path, args, job_server_heap_mb=1500) as session:
         assert session.restored == newest
         assert not any(a.startswith("--savepoint_path") for a in session.beam_args)  # Beam ignores it for [local]
-    conf = (started["conf_dir"] / "flink-conf.yaml").read_text()
+        own = session.job_server
+    conf = (own.conf_dir / "flink-conf.yaml").read_text()
     assert f"execution.savepoint.path: {newest.as_uri()}" in conf
     assert "execution.savepoint.ignore-unclaimed-state: true" in conf
+    # the job server is the JobRunner's to start, with the session's log, configuration and heap, and to stop
+    with JobRunner(session.beam_args, job_server=own) as runs:
+        assert fake_server == [dict(jar="/nowhere.jar", master="[local]", log=tmp_path.resolve() / "_state" / "job-server.log",
+                                    conf_dir=own.conf_dir, heap_mb=1500, stopped=False)]
+        assert "--job_endpoint=localhost:1" in runs.beam_args
+        assert not any(a.startswith("--flink_job_server_jar") for a in runs.beam_args)
+    assert fake_server[0]["stopped"]
+
+
+def test_a_job_server_given_or_not_on_flink_is_not_started(tmp_path, fake_server):
+    with _session(tmp_path, list(REMOTE)) as session:  # --job_endpoint given: nothing to start
+        assert session.job_server is None
+    with JobRunner(list(REMOTE), job_server=OwnJobServer(tmp_path / "log")) as runs:
+        assert runs.beam_args == REMOTE
+    with JobRunner([], job_server=OwnJobServer(tmp_path / "log")):  # the local runner
+        pass
+    assert fake_server == []
+
+
+def test_a_flink_job_with_no_job_server_to_be_had_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setenv("FOOTPRINT_AUDIT_JARS", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("FOOTPRINT_AUDIT_FLINK_JARS", "cached")
+    for own in (None, OwnJobServer(tmp_path / "log")):
+        with pytest.raises(FlinkStartError) as refused:
+            JobRunner(["--runner=FlinkRunner"], job_server=own)
+        assert "not cached" in str(refused.value)
 
 
 def test_the_embedded_cluster_cuts_state_into_as_many_key_groups_as_workers_and_an_older_checkpoint_is_refused(
-        tmp_path, monkeypatch):
-    import footprint_audit.pipelines.flink.state as fs
-
-    class FakeServer:
-        endpoint = "localhost:1"
-
-        def __init__(self, *a, **kw):
-            pass
-
-        def start(self):
-            return self
-
-        def stop(self):
-            pass
-
-    monkeypatch.setattr(fs, "JobServer", FakeServer)
+        tmp_path):
     local = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar", "--parallelism=2"]
     with _session(tmp_path, list(local)) as session:
         assert "--max_parallelism=2" in session.beam_args

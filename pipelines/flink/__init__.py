@@ -1,6 +1,8 @@
 """Flink for `stream` and `reassess`: the cached job server, its process, checkpoints and state."""
 
-from .cached_jars import cached_job_server, runner_of
-from .state import FlinkSession, FlinkStartError, checkpoint_to_resume, latest_checkpoint
+from .cached_jars import runner_of
+from .job_server import FlinkStartError, OwnJobServer, with_job_server
+from .state import FlinkSession, checkpoint_to_resume, latest_checkpoint
 
-__all__ = ["FlinkSession", "FlinkStartError", "cached_job_server", "checkpoint_to_resume", "latest_checkpoint", "runner_of"]
+__all__ = ["FlinkSession", "FlinkStartError", "OwnJobServer", "checkpoint_to_resume", "latest_checkpoint", "runner_of",
+           "with_job_server"]

@@ -5,7 +5,10 @@ server, a JVM that with `--flink_master=[local]` also holds the embedded Flink
 cluster. Beam starts it itself and stops it only at a clean interpreter exit,
 so a launcher killed with SIGKILL left it running (and restarting the job).
 Here the launcher starts it with a parent-death signal (Linux `prctl`), its
-logs go to a file, and the job is sent to it through `--job_endpoint`.
+logs go to a file, and the job is sent to it through `--job_endpoint`. `with_job_server`
+is where a job's Flink job server is chosen, for `reassess` and `stream` alike (`JobRunner`
+asks it): one given by `--job_endpoint`, the launcher's own (`OwnJobServer`, `stream`'s), or
+the cached jar Beam starts itself (`reassess`'s).
 Its heap is capped (`-Xmx`, `heap_mb`; `default_heap_mb` sizes it from the machine):
 without a cap the JVM takes up to a quarter of the machine's memory before it collects in
 earnest, and an out-of-memory error ends the JVM (and so the job, with a sentence) rather than
@@ -20,15 +23,34 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["JobServer", "JobServerError", "default_heap_mb"]
+from footprint_audit.pipelines.options import flag_given, flag_value
+
+from .cached_jars import NOT_CACHED, cached_job_server, cached_job_server_jar, runner_of
+
+__all__ = ["FlinkStartError", "JobServer", "JobServerError", "OwnJobServer", "default_heap_mb", "with_job_server"]
 
 _PR_SET_PDEATHSIG = 1
 
 
 class JobServerError(RuntimeError):
     """The job server did not start."""
+
+
+class FlinkStartError(RuntimeError):
+    """The Flink side could not be started (no Java, no job server)."""
+
+
+@dataclass(frozen=True)
+class OwnJobServer:
+    """A job server the launcher starts itself (`stream`): where it logs, the Flink configuration the
+    embedded cluster starts with (a restore point), and its heap (None: `default_heap_mb`)."""
+
+    log: Path
+    conf_dir: Path | None = None
+    heap_mb: int | None = None
 
 
 def _die_with_parent() -> None:  # runs in the child, between fork and exec
@@ -122,3 +144,28 @@ class JobServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def with_job_server(beam_args: list[str], own: OwnJobServer | None) -> tuple[list[str], JobServer | None]:
+    """Beam's arguments with the job server a Flink job is sent to, and the one started here (None:
+    none). A `--job_endpoint` given is kept; with `own`, the launcher's job server is started and named
+    by `--job_endpoint`; else the cached jar is given to Beam to start (`cached_job_server`). Not on
+    Flink: the arguments as they are. `FlinkStartError` (one sentence) when no job server can be had."""
+    if not (runner_of(beam_args) or "").lower().startswith("flink") or flag_given(beam_args, "job_endpoint"):
+        return beam_args, None
+    if own is None:
+        try:
+            return cached_job_server(beam_args), None
+        except RuntimeError as exc:  # the cache was asked for and holds no job server
+            raise FlinkStartError(str(exc)) from None
+    jar = flag_value(beam_args, "flink_job_server_jar") or cached_job_server_jar()
+    if jar is None:
+        raise FlinkStartError(NOT_CACHED)
+    master = flag_value(beam_args, "flink_master") or "[local]"
+    try:
+        server = JobServer(jar, "[local]" if master == "[auto]" else master, own.log, conf_dir=own.conf_dir,
+                           heap_mb=own.heap_mb).start()
+    except JobServerError as exc:
+        raise FlinkStartError(str(exc)) from exc
+    kept = [a for a in beam_args if not a.startswith("--flink_job_server_jar")]
+    return [*kept, f"--job_endpoint={server.endpoint}"], server

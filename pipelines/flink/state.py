@@ -1,4 +1,4 @@
-"""Streaming on Flink: checkpoints in a state folder, and a job server that dies with the launcher.
+"""Streaming on Flink: checkpoints in a state folder, and where the launcher's job server logs.
 
 Role: the launcher side of `stream --runner FlinkRunner`. Unless the user set
 them, it turns on what a stream needs: checkpoints every `--checkpoint-seconds`
@@ -12,8 +12,8 @@ Started again, a job resumes from the state dir's latest complete checkpoint
 unless `--no-resume`; a checkpoint of a job with another source or settings is
 refused in one sentence. On the embedded cluster (`--flink_master=[local]`)
 Beam does not pass `--savepoint_path` on, so the restore point goes to Flink
-through a configuration folder (`STATE_DIR/flink-conf`). The job server runs as
-this process's child (`flink_local`), so no JVM outlives a killed launcher.
+through a configuration folder (`STATE_DIR/flink-conf`). The job server, started by `JobRunner`
+(`job_server.with_job_server`), runs as this process's child, so no JVM outlives a killed launcher.
 """
 
 from __future__ import annotations
@@ -31,17 +31,13 @@ from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.pipelines.options import flag_given, flag_value
 from footprint_audit.transforms.stream import STATE_LAYOUT
 
-from .cached_jars import NOT_CACHED, cached_job_server_jar, runner_of
-from .job_server import JobServer, JobServerError
+from .cached_jars import runner_of
+from .job_server import FlinkStartError, OwnJobServer
 
 if TYPE_CHECKING:
     from footprint_audit.pipelines.stream import StreamSettings
 
-__all__ = ["FlinkSession", "FlinkStartError", "FlinkDurabilityOptions", "latest_checkpoint"]
-
-
-class FlinkStartError(RuntimeError):
-    """The Flink side could not be started (no Java, no job server)."""
+__all__ = ["FlinkSession", "FlinkDurabilityOptions", "latest_checkpoint"]
 
 
 BUNDLE_MILLIS = 200  # Flink's bundle length for `stream` unless --max_bundle_time_mills is given (Flink's own: 1000)
@@ -178,13 +174,15 @@ def _flink_conf(folder: Path, restore: Path) -> Path:
 
 
 class FlinkSession:
-    """Beam's arguments for the job (`beam_args`), with Flink's durability filled in; the job server."""
+    """A stream's checkpoints and state on Flink: Beam's arguments for the job (`beam_args`) with Flink's
+    durability filled in, the checkpoint it restores, and the launcher's own job server to start
+    (`job_server`, for `JobRunner`: its log in the state dir, and the restore point's configuration)."""
 
     def __init__(self, settings: StreamSettings, declarations_sha256: str | None = None) -> None:
         self.settings = settings
         self.declarations_sha256 = declarations_sha256  # in the checkpoint's identity (`_SAME_JOB`)
         self.beam_args = list(settings.beam_args)
-        self.server: JobServer | None = None
+        self.job_server: OwnJobServer | None = None
         self.state_dir: Path | None = None
         self.restored: Path | None = None  # the checkpoint this job starts from, if any
 
@@ -243,24 +241,9 @@ class FlinkSession:
         _forget_other_jobs(checkpoints, restore)
         self.restored = restore
         if not flag_given(self.beam_args, "job_endpoint"):
-            jar = flag_value(self.beam_args, "flink_job_server_jar")
-            if jar is None:
-                jar = cached_job_server_jar()
-                if jar is None:
-                    raise FlinkStartError(NOT_CACHED)
-            master = flag_value(self.beam_args, "flink_master") or "[local]"
-            if master == "[auto]":
-                master = "[local]"
-            try:
-                conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
-                self.server = JobServer(jar, master, state / "job-server.log", conf_dir=conf,
-                                        heap_mb=self.settings.job_server_heap_mb).start()
-            except JobServerError as exc:
-                raise FlinkStartError(str(exc)) from exc
-            self.beam_args = [a for a in self.beam_args if not a.startswith("--flink_job_server_jar")]
-            self.beam_args.append(f"--job_endpoint={self.server.endpoint}")
+            conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
+            self.job_server = OwnJobServer(state / "job-server.log", conf, self.settings.job_server_heap_mb)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.server is not None:
-            self.server.stop()
+        return None

@@ -1,11 +1,11 @@
-"""Where a job runs: the one door `reassess` and `stream` go through to Beam's runners.
+"""Where a job runs: the one entrance `reassess` and `stream` go through to Beam's runners.
 
-Role: a `JobRunner` owns, for a job's whole life, the runner choice and its options, the worker
-pool and the spill folder, and makes each pipeline and plan the job runs:
+Role: a `JobRunner` owns, for a job's whole life, the runner choice and its options, the job
+server, the worker pool and the spill folder, and makes each pipeline and plan the job runs:
 
 * a named runner (`--runner FlinkRunner`, `DataflowRunner`, …) gets Beam as Beam ships it: its
-  options (on Flink, `--workers` as its parallelism unless given), Beam's shuffles (`Plan`), and
-  nothing of the local runner's below;
+  options (on Flink, `--workers` as its parallelism unless given, and the job server:
+  `pipelines.flink.with_job_server`), Beam's shuffles (`Plan`), and nothing of the local runner's below;
 * Beam's local runner (no `--runner`; pinned, since `DirectRunner` would first try to fetch Prism)
   gets, with more than one worker, a `WorkerPool` forked from the launcher, and a spill folder
   for the plan's big state (`LocalPlan`), made when a plan first asks for it and removed when the
@@ -25,6 +25,7 @@ from typing import Any, Callable
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from footprint_audit.pipelines.flink import OwnJobServer, with_job_server
 from footprint_audit.transforms.join import DEFAULT_MAX_PARTITION_BYTES
 
 from .plans import LocalPlan, Plan, runner_options
@@ -37,12 +38,13 @@ class JobRunner:
     """The runner of one job (or of its passes: `reassess` reads again without duplicate files).
 
     `workers`: the job's worker count (None: Beam's `--direct_num_workers`, else 1); `spill`: makes
-    the local spill folder (default: a new temporary folder).
+    the local spill folder (default: a new temporary folder); `job_server`: on Flink, the launcher's
+    own job server to start (`stream`'s; None: the cached jar, started by Beam). `FlinkStartError`
+    when Flink's job server cannot be had.
     """
 
     def __init__(self, beam_args: list[str], workers: int | None = None, spill: Callable[[], str] | None = None,
-                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
-        self.beam_args = beam_args
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES, job_server: OwnJobServer | None = None) -> None:
         self.named: str | None = PipelineOptions(beam_args).view_as(StandardOptions).runner
         self.workers = workers or 1
         self.max_partition_bytes = max_partition_bytes
@@ -52,7 +54,10 @@ class JobRunner:
         self._pool: WorkerPool | None = None
         if self.named is None and self.workers > 1:  # made before Beam starts a thread (`workers` says why)
             self._pool = WorkerPool(self.workers, beam_args=beam_args)
+        self._server = None
         try:
+            beam_args, self._server = with_job_server(beam_args, job_server)
+            self.beam_args = beam_args
             self.options, self._runner = runner_options(beam_args, workers, self._pool.address if self._pool else None)
         except BaseException:
             self.close()
@@ -77,7 +82,10 @@ class JobRunner:
         return LocalPlan(os.path.join(self._spill, f"job-{self._plans}"), workers, self.max_partition_bytes)
 
     def close(self) -> None:
-        """Stop the pool's workers and remove the spill folder (the job's end, however it ended)."""
+        """Stop the job server and the pool's workers, and remove the spill folder (the job's end, however it ended)."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
         if self._pool is not None:
             self._pool.close()
             self._pool = None

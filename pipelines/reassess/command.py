@@ -55,7 +55,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from footprint_audit.pipelines.flink import cached_job_server, runner_of
+from footprint_audit.pipelines.flink import FlinkStartError, runner_of
 from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_inputs, file_key
 from footprint_audit.pipelines.launch import (
     OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
@@ -205,11 +205,7 @@ def launch(settings: ReassessSettings, target: OutputTarget) -> int:
 def _run_job(settings: ReassessSettings, declarations: Declarations, target: OutputTarget,
              manifest: list | None) -> int:
     """The job in its phases: plan the inputs, run the passes, stage the manifest, publish; returns the exit code."""
-    try:
-        beam_args = cached_job_server(list(settings.beam_args))
-    except RuntimeError as exc:  # the cache was asked for and holds no job server
-        _say(str(exc))
-        return 2
+    beam_args = list(settings.beam_args)
     named_runner = runner_of(beam_args)
     dry_run = PipelineOptions(beam_args).view_as(TestOptions).dry_run  # Dataflow's: the job is translated, never run
     runs = None
@@ -230,6 +226,10 @@ def _run_job(settings: ReassessSettings, declarations: Declarations, target: Out
     except KeyboardInterrupt as exc:  # raised by a runner that caught the signal itself
         print(INTERRUPTED, file=sys.stderr)
         return interrupted_exit(exc)
+    except FlinkStartError as exc:  # the cache was asked for and holds no job server
+        target.discard()
+        _say(str(exc))
+        return 2
     except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
         target.discard()
         _say(f"{exc}; nothing was published")

@@ -276,7 +276,7 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
     compacts = settings.compact_seconds > 0 and "://" not in settings.output
     with (flink_state.FlinkSession(settings, declarations.sha256) as session, _watch(settings, session),
           Compactor(settings.output, settings.compact_seconds if compacts else 0, settings.retain_hours),
-          JobRunner(session.beam_args) as runs):
+          JobRunner(session.beam_args, job_server=session.job_server) as runs):
         watched = kind == "kafka" and session.state_dir is not None and settings.read_start_seconds > 0
         started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
         pipeline = runs.pipeline()
