@@ -122,7 +122,7 @@ def build_pipeline(
     readings_shards: Any = shards or shards_by_size
     dead = DeadLetterCollector()
     read = listed | "ReadInputFiles" >> ReadInputFiles(max_event_bytes, 0, progress)
-    joined_docs = read["documents"] | "JoinRecordingRuns" >> JoinRecordingRuns()
+    joined_docs = read[read_mod.DOCUMENTS] | "JoinRecordingRuns" >> JoinRecordingRuns()
     keyed = read[read_mod.EVENTS] | "KeyLineEvents" >> KeyLineEvents()
     dead.take(read, joined_docs, keyed)
     joined_stream = keyed[join_mod.KEYED] | "JoinLineEvents" >> plan.join_events(keyed[join_mod.FACTS])
@@ -131,8 +131,8 @@ def build_pipeline(
     # Each branch is read and batched for writing where it is made: a Flatten of calls or row
     # dicts would be materialized (every element encoded and decoded) by the local runner.
     readings = (
-        joined_docs["calls"] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
-        joined_stream["calls"] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
+        joined_docs[join_mod.CALLS] | "ApplyReaders" >> ApplyReaders(declarations, progress=progress),
+        joined_stream[join_mod.CALLS] | "ApplyReadersToLineCalls" >> ApplyReaders(declarations, progress=progress),
         joined_stream[join_mod.SHARED] | "ApplyReadersToTraceCalls" >> ApplyReaders(declarations, progress=progress),
     )
     if duplicates:

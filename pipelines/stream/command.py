@@ -48,7 +48,7 @@ from footprint_audit.schemas.declarations import Declarations, DeclarationsError
 from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
 from footprint_audit.transforms.stream import (
-    COUNT_FIXES, COUNTS, KEYED, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
+    COUNT_FIXES, COUNTS, KAFKA_EVENTS, KAFKA_TOPIC, KEYED, READINGS, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
     ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
     records_read, status_snapshot,
 )
@@ -136,7 +136,7 @@ def _events(
             ended_marker=positions_file(end_marker),
         )
         read = p | "ReadKafka" >> ReadKafkaEvents(spec)
-        return read["events"], read["topic"]
+        return read[KAFKA_EVENTS], read[KAFKA_TOPIC]
     events = p | "ReadPubSubEvents" >> ReadPubSubEvents(parts["subscription"], settings.max_event_bytes)
     return events, events
 
@@ -174,7 +174,7 @@ def build_stream(
     once = write_at_end or parse_source(source_uri)[0] == "file"
     w, flush = settings.window_seconds, 0 if once else settings.flush_seconds
     written = [
-        joined["readings"] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
+        joined[READINGS] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
         dead.close(p)
         | "AllDeadLetters" >> beam.Flatten()
         | "WriteDeadLetters" >> WriteStreamTable("dead_letters", out, w, flush),

@@ -33,6 +33,8 @@ from . import (
 __all__ = ["ReadInputFiles", "EVENTS", "COUNTS"]
 
 EVENTS = "events"
+#: The recording documents read (the main output).
+DOCUMENTS = "documents"
 COUNTS = "counts"
 
 
@@ -134,6 +136,6 @@ class ReadInputFiles(beam.PTransform):
     def expand(self, paths: beam.PCollection) -> pvalue.DoOutputsTuple:
         read = _ReadFileFn(self.max_event_bytes, self.total_files, self.progress, self.local_paths)
         return gives_dead_letters(paths | "ReadEachFile" >> beam.ParDo(read).with_output_types(SourceFile).with_outputs(
-            EVENTS, DEAD_LETTERS, COUNTS, main="documents"
+            EVENTS, DEAD_LETTERS, COUNTS, main=DOCUMENTS
         ))
 

@@ -43,6 +43,7 @@ __all__ = [
     "JoinLineEvents",
     "JoinCallFn",
     "LineRunRows",
+    "CALLS",
     "RUNS",
     "COUNTS",
     "FACTS",
@@ -51,6 +52,8 @@ __all__ = [
     "join_shared",
 ]
 
+#: The calls a join gives (its main output).
+CALLS = "calls"
 RUNS = "runs"
 COUNTS = "counts"
 FACTS = "facts"
@@ -106,7 +109,7 @@ class JoinRecordingRuns(beam.PTransform):
 
     def expand(self, files: beam.PCollection) -> pvalue.DoOutputsTuple:
         join = beam.ParDo(_JoinDocumentFn()).with_output_types(CallGroup)
-        return gives_dead_letters(files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main="calls"))
+        return gives_dead_letters(files | "JoinEachRun" >> join.with_outputs(RUNS, DEAD_LETTERS, main=CALLS))
 
 
 #: Held bytes a bundle gathers per key before it sends them on (the memory one bundle holds).
@@ -243,17 +246,17 @@ class JoinSharedCallFn(JoinCallFn):
 
 
 def join_shared(joined: pvalue.DoOutputsTuple, facts: Any) -> dict[str, Any]:
-    """A join's outputs → its calls (`"calls"`), the calls joined across traces (`SHARED`) and all its
+    """A join's outputs → its calls (`CALLS`), the calls joined across traces (`SHARED`) and all its
     counts (`COUNTS`). The calls stay two collections: each is read where it is made."""
     across = (
         joined[SHARED]
         | "GroupByProviderCallId" >> beam.GroupByKey()
         | "JoinAcrossTraces" >> beam.ParDo(JoinSharedCallFn(), facts=facts)
         .with_output_types(CallGroup)
-        .with_outputs(COUNTS, main="calls")
+        .with_outputs(COUNTS, main=CALLS)
     )
     counts = (joined[COUNTS], across[COUNTS]) | "AllJoinCounts" >> beam.Flatten()
-    return {"calls": joined["calls"], SHARED: across["calls"], COUNTS: counts}
+    return {CALLS: joined[CALLS], SHARED: across[CALLS], COUNTS: counts}
 
 
 def run_facts(held: beam.PCollection) -> beam.PCollection:
@@ -262,7 +265,7 @@ def run_facts(held: beam.PCollection) -> beam.PCollection:
 
 
 class JoinLineEvents(beam.PTransform):
-    """Keyed stream events + run facts → calls (`"calls"`: one `CallGroup` per call id; `SHARED`: the
+    """Keyed stream events + run facts → calls (`CALLS`: one `CallGroup` per call id; `SHARED`: the
     calls joined across traces) and partial counts (`COUNTS`)."""
 
     def __init__(self, facts: beam.PCollection) -> None:
@@ -276,7 +279,7 @@ class JoinLineEvents(beam.PTransform):
             | "GroupByCall" >> beam.GroupByKey()
             | "JoinCall" >> beam.ParDo(JoinCallFn(), facts=facts)
             .with_output_types(CallGroup)
-            .with_outputs(COUNTS, SHARED, main="calls")
+            .with_outputs(COUNTS, SHARED, main=CALLS)
         )
         return join_shared(joined, facts)
 

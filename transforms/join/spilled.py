@@ -16,7 +16,7 @@ Role:    Beam's local runner holds a `GroupByKey`'s whole input in the
          so on), so memory is bounded by that setting, not by the input: only the
          events of one call cannot be split (one call is joined whole, as ever).
          The spill files are the job's: the launcher removes their folder.
-Emits:   calls (`"calls"`: one `CallGroup` per call id; `SHARED`: the calls joined across
+Emits:   calls (`CALLS`: one `CallGroup` per call id; `SHARED`: the calls joined across
          traces) and partial run counts (`COUNTS`), as `JoinLineEvents` does.
 """
 
@@ -35,7 +35,7 @@ from footprint_audit.schemas.defaults import DEFAULT_MAX_PARTITION_BYTES
 from footprint_audit.transforms.decode import CallGroup
 from footprint_audit.transforms.process import in_global_window
 
-from .keyed import COUNTS, SHARED, JoinCallFn, join_shared, run_facts
+from .keyed import CALLS, COUNTS, SHARED, JoinCallFn, join_shared, run_facts
 
 __all__ = ["SpillJoinEventStream", "PARTITIONS", "DEFAULT_MAX_PARTITION_BYTES"]
 
@@ -196,6 +196,6 @@ class SpillJoinEventStream(beam.PTransform):
             | "GroupPartitions" >> beam.GroupByKey()
             | "JoinPartition" >> beam.ParDo(_JoinPartitionFn(self.folder, self.max_partition_bytes), facts=facts)
             .with_output_types(CallGroup)
-            .with_outputs(COUNTS, SHARED, main="calls")
+            .with_outputs(COUNTS, SHARED, main=CALLS)
         )
         return join_shared(joined, facts)

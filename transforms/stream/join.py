@@ -75,6 +75,7 @@ from .status import note_held
 __all__ = [
     "StatefulCallJoin",
     "COUNT_FIXES",
+    "READINGS",
     "STATE_LAYOUT",
     "event_order",
     "content_key",
@@ -82,6 +83,8 @@ __all__ = [
 ]
 
 COUNT_FIXES = "count_fixes"
+#: The readings the join gives (its main output).
+READINGS = "readings"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
 #: whose join state it cannot read (`pipelines.flink.state`). 1: a record cell and an events bag
@@ -570,4 +573,4 @@ class StatefulCallJoin(beam.PTransform):
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
         keyed.element_type = typehints.KV[str, typehints.Tuple[typehints.Tuple[str, str, bytes, int, int], ...]]
         return gives_dead_letters(
-            keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main="readings"))
+            keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main=READINGS))

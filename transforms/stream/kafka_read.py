@@ -46,10 +46,13 @@ from . import status as stream_status
 from .events import stamp_message
 
 __all__ = [
-    "ReadKafkaEvents", "KafkaSpec", "consumer_config", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
+    "KAFKA_EVENTS", "KAFKA_TOPIC", "ReadKafkaEvents", "KafkaSpec", "consumer_config", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
     "write_positions", "commit_positions", "records_read",
 ]
 
+#: `ReadKafkaEvents`' outputs: the events read, and the topic's one element (what an end marker waits on).
+KAFKA_EVENTS = "events"
+KAFKA_TOPIC = "topic"
 #: A record's offset and value are read for at most this long per bundle before the
 #: rest of the topic is handed back to the runner (which checkpoints it).
 BUNDLE_SECONDS = 1.0
@@ -597,7 +600,7 @@ class ReadKafkaEvents(beam.PTransform):
 
     def expand(self, p: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         topic = p | "Topic" >> beam.Create([self.spec])
-        return {"events": topic | "ReadTopic" >> beam.ParDo(_ReadKafkaFn()), "topic": topic}
+        return {KAFKA_EVENTS: topic | "ReadTopic" >> beam.ParDo(_ReadKafkaFn()), KAFKA_TOPIC: topic}
 
 
 def check_topic(brokers: str, topic: str, timeout_seconds: float = 20.0) -> None:
