@@ -63,7 +63,8 @@ def write_audit_output(out: Path, calls: int = 100_000, seed: int = 33) -> Path:
     tool_weights = [TOOLS[t][0] for t in names]
     cols: dict[str, list] = {k: [] for k in (
         "run_id", "session_id", "tool_call_id", "call_id_from", "occurrence", "tool_name", "iteration", "ended_at", "duration_ms",
-        "outcome", "status", "value_from", "value_disagrees", "value_unwrapped", "door_from", "door_absent", "door_bounded", "door_described", "emptiness",
+        "outcome", "status", "value_from", "value_disagrees", "value_unwrapped", "door_from", "door_absent", "door_bounded",
+        "door_described", "emptiness",
         "rows", "rows_source", "bounded", "undeclared_shape", "rows_unread", "value_declares_absent",
         "emptiness_without_door", "door_disagrees", "served_kind", "source_file", "event_index", "reader_version",
         "revision")}

@@ -56,7 +56,8 @@ def write_jsonl(path: Path, size_mb: int) -> int:
             meta = {"runId": f"run-{run:07d}-1", "wallClockMs": 1790400000000, "sessionId": "s"}
             for c in range(10):
                 for ev in (
-                    {"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": f"c{c}", "toolName": "list_hosts"}, "meta": meta},
+                    {"type": "agentfootprint.stream.tool_start",
+                     "payload": {"toolCallId": f"c{c}", "toolName": "list_hosts"}, "meta": meta},
                     {"type": "agentfootprint.stream.tool_end",
                      "payload": {"toolCallId": f"c{c}", "result": {"hosts": ["h" * 40] * 16}, "durationMs": 3}, "meta": meta},
                 ):
@@ -73,7 +74,8 @@ def write_big_results(d: Path, calls: int, result_bytes: int = MB) -> int:
     meta = {"runId": "run-1790400000000-1", "wallClockMs": 1790400000000}
     events = []
     for c in range(calls):
-        events.append({"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": f"c{c}", "toolName": "fetch"}, "meta": meta})
+        events.append({"type": "agentfootprint.stream.tool_start",
+                       "payload": {"toolCallId": f"c{c}", "toolName": "fetch"}, "meta": meta})
         events.append({"type": "agentfootprint.stream.tool_end",
                        "payload": {"toolCallId": f"c{c}", "result": "[" + "1," * (result_bytes // 2 - 1) + "1]"}, "meta": meta})
     doc = {"format": "agentfootprint.recording.v1", "run": {"runId": meta["runId"]}, "recording": {"events": events}}

@@ -142,7 +142,8 @@ def time_cases_cli(n_cases: int, runs: int) -> tuple[list[float], int]:
         for _ in range(runs):
             with cases.open("rb") as stdin, answers.open("wb") as stdout:
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "footprint_audit.readers.cases"], stdin=stdin, stdout=stdout, cwd=ROOT, env=env, check=True)
+                subprocess.run([sys.executable, "-m", "footprint_audit.readers.cases"], stdin=stdin, stdout=stdout, cwd=ROOT,
+                               env=env, check=True)
                 out.append(time.perf_counter() - t0)
         answered = sum(1 for _ in answers.open("rb"))
     return out, answered

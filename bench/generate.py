@@ -146,7 +146,8 @@ class _RunMaker:
     def call_id(self) -> str:
         return "toolu_" + "".join(self.r.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(24))
 
-    def make_run(self, t0: int, n_calls: int | None = None, snapshot: bool = False) -> tuple[str, str, list[Any], dict | None, int, int]:
+    def make_run(self, t0: int, n_calls: int | None = None,
+                 snapshot: bool = False) -> tuple[str, str, list[Any], dict | None, int, int]:
         """(run_id, session_id, event elements, snapshot, calls, bad) — elements are dicts (or bad values)."""
         r = self.r
         self.n_run += 1
@@ -181,7 +182,8 @@ class _RunMaker:
             for k in range(r.randint(0, 3)):
                 add("stream.token", {"iteration": iteration, "tokenIndex": k, "content": self.g.words(1, 3)})
             add("stream.llm_end", {"iteration": iteration, "stopReason": "tool_use", "durationMs": r.randint(200, 3000),
-                                   "content": "", "toolCallCount": 1, "usage": {"input": r.randint(100, 9000), "output": r.randint(5, 400)}})
+                                   "content": "", "toolCallCount": 1,
+                                   "usage": {"input": r.randint(100, 9000), "output": r.randint(5, 400)}})
             for _ in range(min(n_calls - calls, r.randint(1, 3))):
                 calls += 1
                 self._call(add, iteration, history)
@@ -294,7 +296,8 @@ def _dump_element(e: Any) -> Any:
 
 def _line(e: Any, r: random.Random) -> bytes:
     if e is _NOT_JSON:
-        return r.choice([b'{"type":"agentfootprint.stream.tool_end","payload":{"toolCallId":', b"not json at all", b"{'single': 'quotes'}"])
+        return r.choice([b'{"type":"agentfootprint.stream.tool_end","payload":{"toolCallId":', b"not json at all",
+                         b"{'single': 'quotes'}"])
     return orjson.dumps(e)
 
 
@@ -337,7 +340,8 @@ def generate(out: str | os.PathLike, size: int, seed: int = 7, layout: str = "re
 
     if bad_files:
         # Of this seed and start: two folders generated for two days hold no files of the same bytes.
-        write("bad-not-json.json", b'{"format": "agentfootprint.recording.v1", "run": {"runId": "run-%d-s%d", ' % (t0, seed), "bad")
+        write("bad-not-json.json", b'{"format": "agentfootprint.recording.v1", "run": {"runId": "run-%d-s%d", ' % (t0, seed),
+              "bad")
         write("bad-unknown.json", b'{"hello": "world", "seed": %d, "start": %d}' % (seed, t0), "bad")
 
     while st.bytes < size:

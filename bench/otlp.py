@@ -70,10 +70,13 @@ def write_inputs(folder: Path, calls: int, seed: int = 7) -> None:
                 value = corpus[n % len(corpus)].value
                 call, ms = f"call_{n}", t0 + n * 10
                 meta = {"runId": trace, "wallClockMs": ms}
-                lines.write(orjson.dumps({"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": call, "toolName": "lookup"}, "meta": meta}) + b"\n")
+                lines.write(orjson.dumps({"type": "agentfootprint.stream.tool_start",
+                                          "payload": {"toolCallId": call, "toolName": "lookup"}, "meta": meta}) + b"\n")
                 end = {"toolCallId": call, "result": value, "durationMs": 6}
-                lines.write(orjson.dumps({"type": "agentfootprint.stream.tool_end", "payload": end, "meta": {**meta, "wallClockMs": ms + 6}}) + b"\n")
-                spans.append({"traceId": trace, "spanId": f"{n + 1:016x}", "parentSpanId": f"{run:016x}", "name": "execute_tool lookup",
+                lines.write(orjson.dumps({"type": "agentfootprint.stream.tool_end", "payload": end,
+                                          "meta": {**meta, "wallClockMs": ms + 6}}) + b"\n")
+                spans.append({"traceId": trace, "spanId": f"{n + 1:016x}", "parentSpanId": f"{run:016x}",
+                              "name": "execute_tool lookup",
                               "kind": 1, "startTimeUnixNano": str(ms * 1_000_000), "endTimeUnixNano": str((ms + 6) * 1_000_000),
                               "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "lookup"),
                                              _attr("gen_ai.tool.call.id", call), _attr("gen_ai.tool.call.result", value)],
@@ -83,7 +86,8 @@ def write_inputs(folder: Path, calls: int, seed: int = 7) -> None:
                           "startTimeUnixNano": str(t0 * 1_000_000), "endTimeUnixNano": str((t0 + n * 10) * 1_000_000),
                           "attributes": [_attr("gen_ai.operation.name", "invoke_agent")], "status": {}})
             resource = {"attributes": [_attr("service.name", "bench")]}
-            otlp.write(orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}) + b"\n")
+            otlp.write(orjson.dumps({"resourceSpans": [{"resource": resource,
+                                                        "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}) + b"\n")
 
 
 def decode_cpu(path: Path) -> float:

@@ -169,7 +169,8 @@ def _worker_beam(args: argparse.Namespace) -> dict:
 
 
 def stateful_events(path: str, limit: int) -> list:
-    """Keyed call events `(run_id, ((call_id, type, held bytes, behind_ms, event_ms),))` of an event-stream dataset, with event times."""
+    """Keyed call events `(run_id, ((call_id, type, held bytes, behind_ms, event_ms),))` of an event-stream dataset,
+    with event times."""
     from apache_beam.transforms.window import TimestampedValue
 
     from bench.baseline import list_inputs

@@ -147,8 +147,10 @@ def files(args: argparse.Namespace) -> int:
         if i % 1000 == 0:
             folder.mkdir(parents=True)
         run = f"run-{i:06d}"
-        events = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "c", "toolName": "t"}, "meta": {"runId": run}},
-                  {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "c", "result": {"rows": [i]}}, "meta": {"runId": run}}]
+        events = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "c", "toolName": "t"},
+                   "meta": {"runId": run}},
+                  {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "c", "result": {"rows": [i]}},
+                   "meta": {"runId": run}}]
         (folder / f"{i:06d}.json").write_text(json.dumps(events))
     print(f"made {args.files} files ({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
 

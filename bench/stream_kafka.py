@@ -228,7 +228,8 @@ def _live_producer(bootstrap: str, topic: str, seconds: float, calls_per_s: floa
             ("stream.tool_end", {"toolCallId": call, "result": [] if rnd.random() < 0.5 else [{"id": n}]}),
         ):
             now = int(time.time() * 1000)
-            body = orjson.dumps({"type": "agentfootprint." + kind, "payload": payload, "meta": {"runId": run, "wallClockMs": now}})
+            body = orjson.dumps({"type": "agentfootprint." + kind, "payload": payload,
+                                 "meta": {"runId": run, "wallClockMs": now}})
             producer.send(topic, value=body, partition=p, timestamp_ms=now)
             sent += 1
         n += 1
@@ -278,7 +279,8 @@ def latency(work: Path, bootstrap: str, seconds: float, calls_per_s: float, grac
     if not lat:
         raise SystemExit(f"no live reading was written; see {log}")
     q = statistics.quantiles(lat, n=20)
-    return {"readings": len(lat), "sent": sent_box[0] if sent_box else 0, "p50_s": statistics.median(lat), "p95_s": q[18], "grace_s": grace}
+    return {"readings": len(lat), "sent": sent_box[0] if sent_box else 0, "p50_s": statistics.median(lat), "p95_s": q[18],
+            "grace_s": grace}
 
 
 def main(argv: list[str] | None = None) -> int:

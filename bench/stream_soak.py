@@ -4,12 +4,13 @@ Role: the stream's soak (not a test). It starts a local KRaft broker and one
 `footprint-audit stream` as a user runs it (`--runner FlinkRunner --flink_master=[local]
 --environment_type=LOOPBACK`, the defaults otherwise), then a producer sends live calls at
 `--events-per-second` (three events a call: `tool_start`, a declaration, `tool_end`; a share
-`--abandoned` of calls never end; 200 runs at a time, each of `--calls-per-run` calls) for `--minutes`, each event stamped with the wall clock as
-it is sent. Every `--sample-seconds` it notes each process's RSS (the launcher, which holds
-the Python worker under LOOPBACK, and the job server's JVM with the embedded Flink), the
-Parquet files under the output, the checkpoint folder's size and the load average. Every
-reading file is noticed by polling the output every 0.5 s; a reading's latency is when its
-file appeared minus its `tool_end`'s `wallClockMs`, reported as p50/p99 per 5 minutes.
+`--abandoned` of calls never end; 200 runs at a time, each of `--calls-per-run` calls) for
+`--minutes`, each event stamped with the wall clock as it is sent. Every `--sample-seconds` it
+notes each process's RSS (the launcher, which holds the Python worker under LOOPBACK, and the
+job server's JVM with the embedded Flink), the Parquet files under the output, the checkpoint
+folder's size and the load average. Every reading file is noticed by polling the output every
+0.5 s; a reading's latency is when its file appeared minus its `tool_end`'s `wallClockMs`,
+reported as p50/p99 per 5 minutes.
 
     python -m bench.stream_soak                          # 60 min at 1,000 events/s
     python -m bench.stream_soak --minutes 10 --histogram # the JVM's class histogram, start vs end
@@ -66,7 +67,8 @@ def _produce(bootstrap: str, rate: float, seconds: float, abandoned: float, call
             kinds.append(("stream.tool_end", {"toolCallId": call, "result": [] if rnd.random() < 0.5 else [{"id": n}]}))
         for kind, payload in kinds:
             now = int(time.time() * 1000)
-            body = orjson.dumps({"type": "agentfootprint." + kind, "payload": payload, "meta": {"runId": run, "wallClockMs": now}})
+            body = orjson.dumps({"type": "agentfootprint." + kind, "payload": payload,
+                                 "meta": {"runId": run, "wallClockMs": now}})
             producer.produce(TOPIC, value=body, partition=p, timestamp=now)
             sent[0] += 1
         producer.poll(0)
@@ -182,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             java = _java_pid(job.pid)
             first_histogram = _histogram(java) if args.histogram and java else {}
             samples = []
-            print("| minute | events sent | launcher RSS MiB | job server RSS MiB | Parquet files | checkpoints MiB | load (1 min) |")
+            print("| minute | events sent | launcher RSS MiB | job server RSS MiB | Parquet files | checkpoints MiB "
+                  "| load (1 min) |")
             print("|---:|---:|---:|---:|---:|---:|---:|", flush=True)
             while threads[0].is_alive() and job.poll() is None:
                 threads[0].join(args.sample_seconds)
@@ -191,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = (time.time() - t0, sent[0], rss.get("launcher", 0.0), rss.get("job server (JVM)", 0.0), files,
                        _size_mib(out / "_state" / "checkpoints"), os.getloadavg()[0])  # fmt: skip
                 samples.append(row)
-                print(f"| {row[0] / 60:.0f} | {row[1]:,} | {row[2]:,.0f} | {row[3]:,.0f} | {row[4]:,} | {row[5]:,.0f} | {row[6]:.1f} |",
-                      flush=True)
+                print(f"| {row[0] / 60:.0f} | {row[1]:,} | {row[2]:,.0f} | {row[3]:,.0f} | {row[4]:,} "
+                      f"| {row[5]:,.0f} | {row[6]:.1f} |", flush=True)
             if args.histogram and java:
                 last = _histogram(java)
                 growth = sorted(((b - first_histogram.get(k, (0, 0))[1], n - first_histogram.get(k, (0, 0))[0], k)
@@ -221,7 +224,8 @@ def _report(samples: list[tuple], latencies: list[tuple[float, float, float]], s
     for k in sorted(slices):
         lats = sorted(lat for lat, _ in slices[k])
         p50, p99 = statistics.median(lats), lats[min(len(lats) - 1, int(len(lats) * 0.99))]
-        print(f"| {k * 5}-{k * 5 + 5} | {len(lats):,} | {p50:.1f} | {p99:.1f} | {statistics.median(j for _, j in slices[k]):.1f} |")
+        print(f"| {k * 5}-{k * 5 + 5} | {len(lats):,} | {p50:.1f} | {p99:.1f} "
+              f"| {statistics.median(j for _, j in slices[k]):.1f} |")
         if k > 0:
             p50s.append(p50)
     half = [s for s in samples if s[0] >= samples[-1][0] / 2] if samples else []

@@ -72,7 +72,8 @@ def test_another_day_starts_when_asked_and_shares_no_file_with_the_first(tmp_pat
 
     from bench.generate import main
 
-    for name, seed, start in (("day-1", 3, []), ("day-2", 4, ["--start", "2026-12-02"]), ("day-3", 3, ["--start", "2026-12-03T06:00"])):
+    for name, seed, start in (("day-1", 3, []), ("day-2", 4, ["--start", "2026-12-02"]),
+                              ("day-3", 3, ["--start", "2026-12-03T06:00"])):
         assert main(["--out", str(tmp_path / name), "--size", "30KB", "--seed", str(seed), "--no-big", *start]) == 0
     first = min(p for p in (tmp_path / "day-2").rglob("run-*.json*"))
     t0 = int(first.name.split("-")[1])
@@ -213,7 +214,8 @@ def test_the_otlp_benchmarks_two_files_hold_the_same_calls_read_the_same(tmp_pat
     tables = {}
     for name in ("calls.jsonl", "calls.otlp.jsonl"):
         out = tmp_path / f"out-{name}"
-        assert reassess.run(["--input", str(tmp_path / name), "--output", str(out), "--workers", "1", "--no-progress", "--quiet"]) == 0
+        assert reassess.run(["--input", str(tmp_path / name), "--output", str(out), "--workers", "1", "--no-progress",
+                             "--quiet"]) == 0
         rows = load_table(out, "readings")
         tables[name] = sorted((r["run_id"], r["tool_call_id"], r["emptiness"], r["rows"], r["served_kind"], r["served_values"],
                                r["value_declares_absent"], r["duration_ms"]) for r in rows)

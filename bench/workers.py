@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
                         secs[mode].append(got["seconds"])
                         cpus[mode].append({"launcher": got["launcher_cpu"], "workers": got["worker_cpu"],
                                            "load": load, "rss_mib": got["rss_mib"], "children": got["children_cpu"]})
-                        ref_s, ref_mib = secs["w1"][-1] if secs["w1"] else None, max(cpus["w1"][-1]["rss_mib"]) if cpus["w1"] else None
+                        ref_s, ref_mib = (secs["w1"][-1] if secs["w1"] else None,
+                                          max(cpus["w1"][-1]["rss_mib"]) if cpus["w1"] else None)
                         if mode != "w1" and ref_s and got["seconds"] > 3 * ref_s:
                             stopped[mode] = f"{got['seconds']:.1f} s, past 3x w1's {ref_s:.1f} s"
                         elif mode != "w1" and ref_mib and max(got["rss_mib"]) > 2 * ref_mib:
@@ -223,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             results[layout] = {"bytes": size, "runs": secs, "median": med, "same_bytes": same,
                                "load": os.getloadavg()[0], "cpu": cpus, "stopped": stopped}
             print(f"\n{layout}, {size / 1e6:,.0f} MB, load {os.getloadavg()[0]:.2f}")
-            print("mode     | median wall s | speed-up vs w1 | CPU s, all processes | peak MiB launcher / worker | same bytes as w1 | runs")
+            print("mode     | median wall s | speed-up vs w1 | CPU s, all processes | peak MiB launcher / worker "
+                  "| same bytes as w1 | runs")
             for m in modes:
                 if m not in med:
                     print(f"{m:8} | stopped: {stopped[m]}")

@@ -107,7 +107,8 @@ def _hypothesis(seconds: float) -> None:
     deadline = time.monotonic() + seconds
     json_text = st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["hosts", "rows", "kind", "absent", "paging", "resolved", "a"]), inner, max_size=4),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+            st.sampled_from(["hosts", "rows", "kind", "absent", "paging", "resolved", "a"]), inner, max_size=4),
     ).map(lambda v: __import__("json").dumps(v).encode())
 
     @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)

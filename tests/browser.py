@@ -1,9 +1,10 @@
 """A headless Debian `chromium` driven over the DevTools protocol through a pipe (no extra package).
 
 Role: opens a page, evaluates script in it and clicks where a real mouse would (at an element's
-centre), for the report's browser tests (`tests/test_report_scale.py`), and as a command the page's load time
-for `bench/report.py` (`python tests/browser.py PAGE --runs N`). Chromium is started with `--remote-debugging-pipe`: it reads commands from its
-file descriptor 3 and writes answers and events to 4, each a JSON message ended by a NUL byte.
+centre), for the report's browser tests (`tests/test_report_scale.py`), and as a command the
+page's load time for `bench/report.py` (`python tests/browser.py PAGE --runs N`). Chromium is
+started with `--remote-debugging-pipe`: it reads commands from its file descriptor 3 and writes
+answers and events to 4, each a JSON message ended by a NUL byte.
 
     with Browser(binary, profile) as b:
         ms = b.open(page.as_uri())          # milliseconds to the first frame after the load event

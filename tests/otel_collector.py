@@ -93,7 +93,8 @@ def running_collector(folder: Path, **file_exporter: Any) -> Iterator[Collector]
             if proc.poll() is not None:
                 raise AssertionError(f"the Collector exited {proc.returncode} at start:\n{collector.log.read_text()[-4000:]}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"the Collector did not listen within {START_TIMEOUT:.0f} s:\n{collector.log.read_text()[-4000:]}")
+                raise AssertionError(f"the Collector did not listen within {START_TIMEOUT:.0f} s:\n"
+                                     f"{collector.log.read_text()[-4000:]}")
             time.sleep(0.05)
         yield collector
     finally:

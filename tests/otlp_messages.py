@@ -1,9 +1,10 @@
 """OTLP/JSON messages as the OpenTelemetry Python SDK writes them, for the stream's tests.
 
 Each run is one trace whose spans are exported together by the SDK's OTLP/JSON file exporter:
-one `TracesData` object, one line (`traced_spans` gives the spans themselves, for other encodings), which is also what the Collector's `kafka` exporter writes to
-one record with `encoding: otlp_json` (an `ExportTraceServiceRequest`, the same JSON). Times are
-fixed, so a test can replay them through event time.
+one `TracesData` object, one line (`traced_spans` gives the spans themselves, for other
+encodings), which is also what the Collector's `kafka` exporter writes to one record with
+`encoding: otlp_json` (an `ExportTraceServiceRequest`, the same JSON). Times are fixed, so a
+test can replay them through event time.
 """
 
 from __future__ import annotations

@@ -159,8 +159,8 @@ def _earlier_revisions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["revision"] = 1
         row["emitted_at"] = row["ended_at"] + timedelta(minutes=5)
         first = _blank_reading()
-        for key in ("run_id", "session_id", "tool_call_id", "call_id_from", "value_disagrees", "value_unwrapped", "occurrence", "tool_name", "iteration",
-                    "source_file", "event_index", "reader_version"):
+        for key in ("run_id", "session_id", "tool_call_id", "call_id_from", "value_disagrees", "value_unwrapped", "occurrence",
+                    "tool_name", "iteration", "source_file", "event_index", "reader_version"):
             first[key] = row[key]
         first.update(outcome="unknown", door_from="events", door_absent=False, door_bounded=False,
                      door_described=False, bounded=False, undeclared_shape=False, door_disagrees=False,

@@ -68,7 +68,8 @@ def test_a_cached_job_server_is_filled_in_unless_one_is_given_or_beams_is_asked_
     assert cached_jars.cached_job_server(["--runner=FlinkRunner"]) == ["--runner=FlinkRunner"]
 
 
-def test_asking_for_a_missing_cache_is_one_sentence_naming_the_tool_and_exit_2(empty_cache, tmp_path, monkeypatch, in_repo, capsys):
+def test_asking_for_a_missing_cache_is_one_sentence_naming_the_tool_and_exit_2(empty_cache, tmp_path, monkeypatch, in_repo,
+                                                                              capsys):
     monkeypatch.setenv(cached_jars.USE_ENV, "cached")
     code = reassess.run([*ARGS, "--output", str(tmp_path / "o"), "--runner=FlinkRunner"])
     err = capsys.readouterr().err

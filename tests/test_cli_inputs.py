@@ -149,8 +149,8 @@ def test_a_small_gzip_that_inflates_far_past_the_cap_is_too_large_and_never_held
     _gzip_bomb(inp / "bomb.json.gz", 768 << 20)
     assert (inp / "bomb.json.gz").stat().st_size < 2 << 20
     run_file(inp / "run.jsonl", "r-next")
-    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(tmp_path / "out"),
-           "--no-progress", "--quiet", "--max-event-bytes", str(4 << 20)]
+    cmd = [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp),
+           "--output", str(tmp_path / "out"), "--no-progress", "--quiet", "--max-event-bytes", str(4 << 20)]
     # The job's own peak memory, measured by a small parent of its own: a child forked from this
     # test process would start with this process's resident pages in its peak (after a large
     # test earlier in the session, over 1 GiB).

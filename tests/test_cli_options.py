@@ -74,7 +74,8 @@ def test_flinks_bundle_options_reach_the_job_with_their_types():
 
 def test_version():
     for args in (["--version"], ["reassess", "--version"]):
-        res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True,
+                             text=True)
         assert res.returncode == 0 and res.stdout.startswith("footprint-audit ") and res.stderr == "", res
 
 
@@ -104,10 +105,12 @@ def test_the_dead_letter_gate_exits_3_after_writing_the_tables(tmp_path, inp):
 
 
 def test_the_dead_letter_rate_takes_a_percentage_and_says_its_forms(tmp_path, inp):
-    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet", "--max-dead-letter-rate", "15%")
+    res = reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--no-progress", "--quiet",
+                       "--max-dead-letter-rate", "15%")
     assert one_sentence(res, 3).endswith("(20.00%) exceed --max-dead-letter-rate 0.15")
     for bad in ("five", "150%"):
-        said = one_sentence(reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--max-dead-letter-rate", bad), 2)
+        said = one_sentence(
+            reassess_cli("--input", str(inp), "--output", str(tmp_path / "out"), "--max-dead-letter-rate", bad), 2)
         assert f"argument --max-dead-letter-rate: {bad} is not a share between 0 and 1 (0.05) or a percentage (5%)" in said, said
 
 

@@ -78,7 +78,8 @@ def test_an_empty_output_is_a_usage_error(small_input):
 @pytest.mark.parametrize("suffix", ["", "/", "/sub"])
 def test_an_output_that_is_a_file_is_one_usage_sentence_however_written(tmp_path, small_input, suffix):
     (tmp_path / "afile").write_text("mine")
-    said = one_sentence(reassess_cli("--input", str(small_input), "--output", f"{tmp_path / 'afile'}{suffix}", "--no-progress"), 2)
+    said = one_sentence(
+        reassess_cli("--input", str(small_input), "--output", f"{tmp_path / 'afile'}{suffix}", "--no-progress"), 2)
     assert "is a file, not a folder: give a folder's path" in said
     assert (tmp_path / "afile").read_text() == "mine"
 
@@ -175,8 +176,8 @@ def test_a_remote_output_that_cannot_be_written_is_refused_before_the_pipeline_r
 
 def _job(inp: Path, out: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress",
-         "--quiet", *extra],
+        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+         "--no-progress", "--quiet", *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
 
@@ -390,7 +391,8 @@ def test_a_summary_json_in_a_folder_the_publish_replaces_is_refused(tmp_path, sm
     for folder in ("readings", "manifest", "_staging"):
         summary = out / folder / "s.json"
         said = one_sentence(reassess_cli("--input", str(small_input), "--output", str(out), "--summary-json", str(summary)), 2)
-        assert said == f"footprint-audit reassess: --summary-json {summary} is in --output's {folder}/, which the job replaces: give a path outside it"
+        assert said == (f"footprint-audit reassess: --summary-json {summary} is in --output's {folder}/, "
+                        "which the job replaces: give a path outside it")
         assert tree_bytes(out) == previous
 
 

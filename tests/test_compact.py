@@ -80,10 +80,12 @@ def test_a_roll_up_keeps_every_row_once_in_the_writers_order_and_schema(streamed
     # a second pass has nothing to do; a pane that comes later is rolled together with the roll-up
     assert compact.compact_output(out).folders == 0  # type: ignore[union-attr]
     folder = next(d for d, names in files_per_folder(out).items() if names[0].startswith("rollup-"))
-    write_arrow_file(str(folder / pane_file(9, "late")), pq.read_table(folder / os.listdir(folder)[0]).slice(0, 1).replace_schema_metadata(None))
+    write_arrow_file(str(folder / pane_file(9, "late")),
+                     pq.read_table(folder / os.listdir(folder)[0]).slice(0, 1).replace_schema_metadata(None))
     age(out, 3600)
     assert compact.compact_output(out).folders == 1  # type: ignore[union-attr]
-    assert len(os.listdir(folder)) == 1 and len(views(out)[f"{folder.parent.name}_all"]) == len(before[f"{folder.parent.name}_all"]) + 1
+    assert (len(os.listdir(folder)) == 1
+            and len(views(out)[f"{folder.parent.name}_all"]) == len(before[f"{folder.parent.name}_all"]) + 1)
 
 
 def test_a_folder_with_a_fresh_file_is_left_for_later(streamed, tmp_path):

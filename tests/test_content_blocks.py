@@ -38,7 +38,8 @@ def test_a_function_response_reads_as_its_response(value, response):
 
 
 def test_an_mcp_result_that_says_it_failed():
-    assert unwrapped('{"content": [{"type": "text", "text": "no such table"}], "isError": true}') == Unwrapped("no such table", True)
+    assert (unwrapped('{"content": [{"type": "text", "text": "no such table"}], "isError": true}')
+            == Unwrapped("no such table", True))
 
 
 @pytest.mark.parametrize("value", [

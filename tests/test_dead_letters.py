@@ -48,7 +48,8 @@ def test_a_step_whose_dead_letters_are_not_handed_over_fails_the_graph():
     first = p | "A" >> beam.Create([1, 2, 3]) | "First" >> Step()
     second = first["kept"] | "Second" >> Step()  # its dead letters forgotten
     dead.take(first)
-    with pytest.raises(UnwiredDeadLetters, match=r"^the dead letters of Second/Split/ParDo\(_Split\) are not handed to the collector$"):
+    with pytest.raises(UnwiredDeadLetters,
+                       match=r"^the dead letters of Second/Split/ParDo\(_Split\) are not handed to the collector$"):
         dead.close(p)
     dead.take(second)
     assert len(dead.close(p)) == 2

@@ -117,7 +117,8 @@ def test_changed_declarations_give_the_expected_transitions(outputs, capsys, tmp
 
 def _reading(run: str, call: str, revision: int, emptiness: str | None, rows: int | None, **extra) -> dict:
     row = {f.name: None for f in READINGS}
-    row.update(run_id=run, tool_call_id=call, call_id_from="toolCallId", value_disagrees=False, value_unwrapped=False, occurrence=1, tool_name="search", outcome="ran", door_from="events",
+    row.update(run_id=run, tool_call_id=call, call_id_from="toolCallId", value_disagrees=False, value_unwrapped=False,
+               occurrence=1, tool_name="search", outcome="ran", door_from="events",
                door_absent=False, door_bounded=False, door_described=False, bounded=False, undeclared_shape=False,
                door_disagrees=False, source_file="k.jsonl", reader_version="0.1.0", revision=revision,
                emptiness=emptiness, rows=rows, **extra)

@@ -26,7 +26,8 @@ def _shown(transform: object) -> dict:
     (ReadKafkaEvents(KafkaSpec("127.0.0.1:9092", "events", "g", 2048, max_records=5)),
      {"brokers": "127.0.0.1:9092", "topic": "events", "group": "g", "max_event_bytes": 2048, "out_of_orderness_ms": 5000,
       "max_records": 5}),
-    (ReadPubSubEvents("projects/p/subscriptions/s", 2048), {"subscription": "projects/p/subscriptions/s", "max_event_bytes": 2048}),
+    (ReadPubSubEvents("projects/p/subscriptions/s", 2048),
+     {"subscription": "projects/p/subscriptions/s", "max_event_bytes": 2048}),
     (WriteStreamTable("readings", "out", 60.0, 2), {"table": "readings", "directory": "out", "window_seconds": 60.0,
                                                      "flush_seconds": 2}),
 ])

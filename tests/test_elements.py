@@ -59,7 +59,8 @@ def test_sizes_are_estimated_from_what_the_element_holds_without_encoding_it():
     with pytest.raises(pickle.PicklingError):
         SourceFileCoder().encode(source)
     assert SourceFileCoder().estimate_size(source) == 4 * EVENT_BYTES + 7
-    calls = [Call("r", "c1", 0, "f.json", events=[("f.json", e) for e in source.runs[0].events[:3]]), Call("r", "c2", 0, "f.json")]
+    calls = [Call("r", "c1", 0, "f.json", events=[("f.json", e) for e in source.runs[0].events[:3]]),
+             Call("r", "c2", 0, "f.json")]
     calls[1].described = unpicklable
     assert CallGroupCoder().estimate_size(CallGroup(calls)) == (3 + 1) * EVENT_BYTES
     assert ReadingRowsCoder().estimate_size(ReadingRows([{"x": unpicklable}] * 5)) == 5 * ROW_BYTES

@@ -68,8 +68,10 @@ def _recorded(tmp: Path) -> Path:
             for kind, value in (("read", call["model_read"]), ("returned", returned)):
                 meta = {"runId": setup, "wallClockMs": 1790401500000 + call["n"]}
                 cid = f"{call['n']}:{kind}"
-                lines.append({"type": "agentfootprint.stream.tool_start", "payload": {"toolName": call["tool"], "toolCallId": cid}, "meta": meta})
-                lines.append({"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": cid, "result": value}, "meta": meta})
+                lines.append({"type": "agentfootprint.stream.tool_start",
+                              "payload": {"toolName": call["tool"], "toolCallId": cid}, "meta": meta})
+                lines.append({"type": "agentfootprint.stream.tool_end",
+                              "payload": {"toolCallId": cid, "result": value}, "meta": meta})
     path = tmp / "recorded.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
@@ -135,7 +137,8 @@ def test_an_empty_result_never_reads_non_empty(readings):
         rows, _ = readings[setup]
         for call in _calls(setup):
             if call["returned"] in ("", [], {"rows": []}):
-                assert all(r["emptiness"] != "non-empty" for r in rows if r["tool_call_id"] == call["call_id"]), (setup, call["n"])
+                assert all(r["emptiness"] != "non-empty"
+                           for r in rows if r["tool_call_id"] == call["call_id"]), (setup, call["n"])
 
 
 def test_strands_blocks_are_read_as_their_text_and_say_so(readings):

@@ -375,8 +375,8 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
         f.rename(inp / f.name)
     assert job(clean, [str(inp)], "--incremental", declarations=None) == 0
     previous = tree_bytes(out)
-    p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
-                          "--incremental", "--no-progress", "--quiet"],
+    p = subprocess.Popen([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp),
+                          "--output", str(out), "--incremental", "--no-progress", "--quiet"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -398,7 +398,8 @@ def test_a_killed_incremental_job_leaves_the_previous_output_and_a_restart_ends_
         p.stdout.close()
         p.stderr.close()
     assert p.returncode == -signal.SIGKILL, "the job ended before the kill: the test proves nothing"
-    assert {k: v for k, v in tree_bytes(out).items() if not k.startswith(output.STAGING)} == {**previous, "_LOCK": tree_bytes(out)["_LOCK"]}
+    assert ({k: v for k, v in tree_bytes(out).items() if not k.startswith(output.STAGING)}
+            == {**previous, "_LOCK": tree_bytes(out)["_LOCK"]})
     assert job(out, [str(inp)], "--incremental", declarations=None) == 0
     for table in (*TABLES, MANIFEST_TABLE):
         assert rows_as_set(out, table) == rows_as_set(clean, table), table

@@ -5,7 +5,9 @@ The source itself runs on a real broker and Flink in `tests/integration/test_str
 
 from __future__ import annotations
 
-from footprint_audit.transforms.stream.kafka_read import KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms
+from footprint_audit.transforms.stream.kafka_read import (
+    KafkaPositions, PartitionPosition, _FINISH, _KafkaTracker, _Note, _Record, watermark_ms,
+)
 
 P = PartitionPosition
 
@@ -31,7 +33,8 @@ def test_with_every_partition_idle_event_time_moves_on_with_the_wall_clock_from_
 def test_the_tracker_claims_records_and_a_checkpoint_splits_at_the_next_offsets():
     tracker = _KafkaTracker(KafkaPositions((P(0, 5), P(1, 7))))
     assert tracker.try_claim(_Note(started_ms=123))
-    assert tracker.try_claim(_Record(0, 5, 1_000)) and tracker.try_claim(_Record(0, 6, 900)) and tracker.try_claim(_Record(1, 7, 2_000))
+    assert (tracker.try_claim(_Record(0, 5, 1_000)) and tracker.try_claim(_Record(0, 6, 900))
+            and tracker.try_claim(_Record(1, 7, 2_000)))
     primary, residual = tracker.try_split(0)
     assert primary.done and not residual.done
     assert residual.partitions == (P(0, 7, 1_000), P(1, 8, 2_000)) and residual.read == 3 and residual.started_ms == 123

@@ -45,11 +45,13 @@ def make_input(d: Path, files: int, runs_per_file: int, calls_per_run: int, tag:
             meta = {"runId": run_id, "wallClockMs": 1790400000000 + r}
             for c in range(calls_per_run):
                 cid = f"c{c}"
-                lines.append({"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": cid, "toolName": "list_hosts"}, "meta": meta})
+                lines.append({"type": "agentfootprint.stream.tool_start",
+                              "payload": {"toolCallId": cid, "toolName": "list_hosts"}, "meta": meta})
                 if c % 3 == 0:
                     lines.append({"type": "agentfootprint.tools.absent", "payload": {"toolCallId": cid}, "meta": meta})
                 lines.append({"type": "agentfootprint.stream.tool_end",
-                              "payload": {"toolCallId": cid, "result": {"hosts": ["h"] * (c % 4)}, "durationMs": c}, "meta": meta})
+                              "payload": {"toolCallId": cid, "result": {"hosts": ["h"] * (c % 4)}, "durationMs": c},
+                              "meta": meta})
             lines.append({"type": "agentfootprint.tools.absent", "payload": {}, "meta": meta})  # a dead letter
         (d / f"part-{f:03d}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{broken\n")
 
@@ -74,7 +76,8 @@ def _inode(path: Path) -> int | None:
 
 def cli(inp: Path, out: Path, **kw) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out), "--no-progress", "--quiet"],
+        [sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", "--input", str(inp), "--output", str(out),
+         "--no-progress", "--quiet"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kw,
     )
 

@@ -55,10 +55,12 @@ def from_lines(traced, tmp_path_factory) -> tuple[list[dict], list[dict]]:
 def _read(folder: Path, path: Path) -> tuple[list[dict], list[dict]]:
     """The readings and runs (without the file's name) and no dead letter."""
     out = folder / "out"
-    assert reassess.run(["--input", str(path), "--output", str(out), "--declarations", DECLARATIONS, "--no-progress", "--quiet"]) == 0
+    assert reassess.run(["--input", str(path), "--output", str(out), "--declarations", DECLARATIONS, "--no-progress",
+                         "--quiet"]) == 0
     assert load_table(out, "dead_letters") == []
     strip = lambda rows: sorted(({k: v for k, v in r.items() if k != "source_file"} for r in rows), key=orjson.dumps)  # noqa: E731
-    return strip(load_table(out, "readings")), [{k: v for k, v in r.items() if k != "format"} for r in strip(load_table(out, "runs"))]
+    return (strip(load_table(out, "readings")),
+            [{k: v for k, v in r.items() if k != "format"} for r in strip(load_table(out, "runs"))])
 
 
 def _pretty(document: bytes) -> bytes:
@@ -85,7 +87,8 @@ ENCODINGS = {
     "jq . of the lines": lambda traced: b"".join(_pretty(line) for line in json_lines(traced)),
     "protobuf JSON": lambda traced: "\n".join(MessageToJson(encode_spans(spans)) for spans in traced).encode(),
     "format: proto": lambda traced: _framed([encode_spans(spans).SerializeToString() for spans in traced]),
-    "format: proto, compression: zstd": lambda traced: _framed([encode_spans(spans).SerializeToString() for spans in traced], True),
+    "format: proto, compression: zstd": lambda traced: _framed(
+        [encode_spans(spans).SerializeToString() for spans in traced], True),
     "format: json, compression: zstd": lambda traced: _framed(json_lines(traced), True),
 }
 

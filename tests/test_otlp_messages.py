@@ -230,7 +230,8 @@ def test_a_value_the_sdk_cut_at_the_limit_named_reads_as_maybe_cut_by_the_record
 
     named = tmp_path / "named"
     from footprint_audit.pipelines.reassess import command as reassess
-    assert reassess.run(["--input", str(path), "--output", str(named), "--trace-value-limit", "40", "--quiet", "--no-progress"]) == 0
+    assert reassess.run(["--input", str(path), "--output", str(named), "--trace-value-limit", "40", "--quiet",
+                         "--no-progress"]) == 0
     assert cut(named) == {"long": ("json-cut", True), "short": ("json", False), "marked": ("text", True)}
     assert cut(_reassess(tmp_path, path, name="unnamed"))["long"] == ("json-cut", False)  # no limit named: cannot tell
     # the limit decides readings: it is in their provenance (the manifest, the rows' declarations sha256)

@@ -88,7 +88,8 @@ def test_a_message_gives_the_batch_lines_events_each_at_a_position_of_its_own(tm
 
 
 def test_a_record_of_one_envelope_is_read_as_before():
-    body = b'{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "c1"}, "meta": {"runId": "r1", "wallClockMs": 5}}'
+    body = (b'{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "c1"}, '
+            b'"meta": {"runId": "r1", "wallClockMs": 5}}')
     (event,) = items_from_message(SOURCE, 7, body)
     assert event == event_from_message(SOURCE, 7, body) and event.index == 7 and event.raw == body
     # protobuf (the Collector's default `otlp_proto`) is no OTLP/JSON: one not-json dead letter, as before
@@ -224,7 +225,8 @@ def test_a_traces_own_joins_give_the_stream_reassess_s_readings(tmp_path, setup)
     from helpers import ROOT
 
     lines = (ROOT / "tests" / "data" / "traces" / setup / "traces.jsonl").read_bytes().splitlines()
-    spans = [(r, sc, s) for line in lines for r in orjson.loads(line)["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    spans = [(r, sc, s) for line in lines for r in orjson.loads(line)["resourceSpans"] for sc in r["scopeSpans"]
+             for s in sc["spans"]]
     records = [orjson.dumps({"resourceSpans": [{**r, "scopeSpans": [{**sc, "spans": [s]}]}]}) for r, sc, s in spans]
     batch_readings, _runs, _dead = _batch(tmp_path, records)
     assert len(batch_readings) == 9 and all(key[1].startswith("call_") for key in batch_readings)

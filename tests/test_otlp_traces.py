@@ -127,7 +127,9 @@ def _trace_the_examples_calls(provider: sdk.TracerProvider, dialect: str, prefix
         call_id = f"{prefix}{n}-{call.tool_call_id}"  # unique across the examples' runs
         ids[call_id] = row
         with tracer.start_as_current_span(f"invoke_agent {call.run_id}"):
-            with tracer.start_as_current_span("tool", attributes=attributes(call_id, call.value_read()[0], call.tool_name)) as span:
+            with tracer.start_as_current_span(
+                "tool", attributes=attributes(call_id, call.value_read()[0], call.tool_name)
+            ) as span:
                 if row["outcome"] == "failed":
                     span.set_status(Status(StatusCode.ERROR))
     return ids
@@ -220,7 +222,8 @@ def _span(span_id: str, call_id: str | None = None, result: Any = None, **extra:
 
 
 def _line(*spans: dict, **extra: Any) -> bytes:
-    return orjson.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": list(spans)}]}], **extra})
+    return orjson.dumps({"resourceSpans": [{"resource": {"attributes": []},
+                                            "scopeSpans": [{"scope": {}, "spans": list(spans)}]}], **extra})
 
 
 def _write(path: Path, *lines: bytes) -> Path:
@@ -254,7 +257,9 @@ def test_the_error_status_as_an_integer_or_its_name_is_failed(tmp_path, code):
 
 
 def test_a_span_without_a_call_id_is_keyed_by_its_trace_and_span_ids(tmp_path):
-    (row,) = load_table(_reassess(tmp_path, _write(tmp_path / "a.jsonl", _line(_span("00f067aa0ba902b7", None, {"stringValue": "[]"})))), "readings")
+    (row,) = load_table(
+        _reassess(tmp_path, _write(tmp_path / "a.jsonl", _line(_span("00f067aa0ba902b7", None, {"stringValue": "[]"})))),
+        "readings")
     assert (row["tool_call_id"], row["call_id_from"]) == (f"{TRACE}:00f067aa0ba902b7", "span")
 
 
@@ -268,7 +273,8 @@ def test_unknown_fields_are_ignored(tmp_path):
 def test_spans_in_any_order_across_lines_and_files_and_a_span_twice_give_the_same_readings(tmp_path):
     spans = [_span(f"{n:016x}", f"c{n}", {"stringValue": json.dumps({"hosts": [1] * n})}) for n in range(4)]
     other = {"traceId": TRACE, "spanId": "ffffffffffffffff", "name": "chat", "startTimeUnixNano": "1790401500000000000",
-             "endTimeUnixNano": "1790401500200000000", "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+             "endTimeUnixNano": "1790401500200000000",
+             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
     one = _reassess(tmp_path, _write(tmp_path / "one.jsonl", _line(*spans, other)), name="one")
     split = tmp_path / "split"
     split.mkdir()
@@ -299,8 +305,10 @@ def test_a_bad_line_is_a_dead_letter_with_its_reason_and_bytes(tmp_path):
 def test_the_logs_signal_is_read_and_counted_as_not_needed(tmp_path):
     logs = orjson.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [
         {"traceId": TRACE, "spanId": "a1", "timeUnixNano": "1790401500300000000", "body": {"stringValue": "hi"}}]}]}]})
-    out = _reassess(tmp_path, _write(tmp_path / "logs.json", logs), _write(tmp_path / "spans.json", _line(_span("a1", "c1", {"stringValue": "[]"}))))
-    runs = {r["source_file"].rsplit("/", 1)[-1]: (r["format"], r["events"], r["events_not_needed"]) for r in load_table(out, "runs")}
+    out = _reassess(tmp_path, _write(tmp_path / "logs.json", logs),
+                    _write(tmp_path / "spans.json", _line(_span("a1", "c1", {"stringValue": "[]"}))))
+    runs = {r["source_file"].rsplit("/", 1)[-1]: (r["format"], r["events"], r["events_not_needed"])
+            for r in load_table(out, "runs")}
     assert runs == {"logs.json": ("otlp-json", 1, 1), "spans.json": ("otlp-json", 2, 0)}
 
 

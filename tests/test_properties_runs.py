@@ -32,7 +32,9 @@ from footprint_audit.pipelines.reassess import command as reassess
 from footprint_audit.schemas.declarations import load_declarations
 from footprint_audit.schemas.events import PERMISSION_CHECK, RUN_EVENT_TYPES, Event
 from footprint_audit.transforms.decode import sources
-from footprint_audit.transforms.calls.from_events import CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from
+from footprint_audit.transforms.calls.from_events import (
+    CALL, NOT_NEEDED, classify_event, join_call_events, join_run, run_facts_from,
+)
 from footprint_audit.transforms.read.reading_rows import reading_row
 
 NOT_COMPARED = {"reader_version", "emitted_at"}
@@ -160,7 +162,8 @@ def pure_tables(d: Path, decl_path: str) -> tuple[list[dict], int, int]:
             elif kind is not NOT_NEEDED:
                 dead += 1
         for cid, call_items in by_call.items():
-            readings += [reading_row(c, rows_at, declarations_sha256=sha) for c in join_call_events(run_id, cid, call_items, facts)]
+            readings += [reading_row(c, rows_at, declarations_sha256=sha)
+                         for c in join_call_events(run_id, cid, call_items, facts)]
     return readings, events, dead
 
 
@@ -242,5 +245,6 @@ def test_running_twice_gives_identical_files(tmp_path_factory, decl, runs, files
         b = {p.relative_to(base / "b"): p.read_bytes() for p in (base / "b" / table).rglob("*") if p.is_file()}
         assert a.keys() == b.keys() and a, table
         assert a == b, table
-    assert sorted(os.listdir(base / "a")) == ["_FOOTPRINT_AUDIT", "dead_letters", "manifest", "readings", "runs"]  # and the marker
+    assert sorted(os.listdir(base / "a")) == [
+        "_FOOTPRINT_AUDIT", "dead_letters", "manifest", "readings", "runs"]  # and the marker
     shutil.rmtree(base, ignore_errors=True)

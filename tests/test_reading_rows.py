@@ -227,7 +227,8 @@ def _various_calls():
     rec.start("a")
     rec.end("a", result="boom", error=True)
     rec.start("b")
-    rec.semantics({"af_semantics": True, "facts": [1], "resolved": [{"argument": "x", "id": "1"}], "paging": {"next": 2}}, cid="b")
+    rec.semantics({"af_semantics": True, "facts": [1], "resolved": [{"argument": "x", "id": "1"}], "paging": {"next": 2}},
+                  cid="b")
     rec.end("b", result={"facts": [1]}, status="success")
     rec.start("c")
     rec.end("c", result='{"a":1} note', modelResult=None)
@@ -529,7 +530,8 @@ def test_an_object_without_declared_rows_key_is_undeclared_shape():
 
 
 def test_a_placement_ticket_is_an_uncounted_ticket():
-    ticket = {"placed": True, "ref": REF, "kind": "tool-result/lookup", "mediaType": "application/json", "bytes": 9, "reason": "big"}
+    ticket = {"placed": True, "ref": REF, "kind": "tool-result/lookup", "mediaType": "application/json", "bytes": 9,
+              "reason": "big"}
     row = ran(result=ticket, rows_at_for=rows_at_rows)
     assert pick(row, "emptiness", "rows_unread", "rows_at") == ("unknown", "uncounted-ticket", None)
 

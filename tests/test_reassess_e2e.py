@@ -124,7 +124,8 @@ def test_a_second_run_replaces_the_first_and_never_mixes(in_repo, tmp_path):
     assert reassess.run(["--input", "examples/recordings/stream/*.jsonl", "--output", str(out), "--no-progress", "--quiet"]) == 0
     second = load_table(out, "readings")
     assert second and len(second) < len(first)
-    assert {r["source_file"] for r in second} <= {"examples/recordings/stream/part-1.jsonl", "examples/recordings/stream/part-2.jsonl"}
+    assert {r["source_file"] for r in second} <= {"examples/recordings/stream/part-1.jsonl",
+                                                  "examples/recordings/stream/part-2.jsonl"}
 
 
 def test_stale_staging_from_an_interrupted_run_is_cleaned(in_repo, tmp_path):
@@ -138,7 +139,8 @@ def test_stale_staging_from_an_interrupted_run_is_cleaned(in_repo, tmp_path):
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
 
 
 def test_the_cli_prints_a_summary(tmp_path):

@@ -111,7 +111,8 @@ def build_suite(d: Path) -> dict[str, Spec]:
         ev("stream.tool_start", "r-trunc", toolCallId="t2", toolName="t"),
     )
     put("truncated-lines.jsonl", lines + json.dumps(ev("stream.tool_end", "r-trunc", toolCallId="t2", result=[])).encode()[:50],
-        Spec(4, {"not-json": 1}, readings={("r-trunc", "t1", 1): {"outcome": "ran"}, ("r-trunc", "t2", 1): {"outcome": "unknown"}},
+        Spec(4, {"not-json": 1},
+             readings={("r-trunc", "t1", 1): {"outcome": "ran"}, ("r-trunc", "t2", 1): {"outcome": "unknown"}},
              runs={"r-trunc": {"events": 3, "dead_letters": 0, "tool_calls": 1}}))
     many = jl(*[ev("stream.tool_end", "r-gzcut", toolCallId=f"z{i}", result={"i": i, "pad": "p" * 200}) for i in range(400)])
     put("truncated-lines.jsonl.gz", gzip.compress(many)[: len(gzip.compress(many)) // 2],
@@ -136,13 +137,15 @@ def build_suite(d: Path) -> dict[str, Spec]:
     put("deep-element.json", b'{"events": [' + deep + b"]}", Spec(1, {"too-large": 1}))
     put("deep-event.jsonl", jl(
         ev("stream.tool_start", "r-deep", toolCallId="d1", toolName="t"),
-        b'{"type":"agentfootprint.stream.tool_end","payload":{"toolCallId":"d1","result":' + deep + b'},"meta":{"runId":"r-deep"}}',
+        b'{"type":"agentfootprint.stream.tool_end","payload":{"toolCallId":"d1","result":' + deep
+        + b'},"meta":{"runId":"r-deep"}}',
         deep,
     ), Spec(3, {"too-large": 2}, readings={("r-deep", "d1", 1): {"outcome": "unknown"}},
             runs={"r-deep": {"events": 2, "dead_letters": 1, "tool_calls": 0}}))
     put("deep-text.jsonl", jl(ev("stream.tool_end", "r-deept", toolCallId="d2", result=deep.decode())),
         Spec(1, readings={("r-deept", "d2", 1): {"outcome": "ran", "served_kind": "json", "served_values": 1}}))
-    snap_deep = json.dumps({"events": [ev("stream.tool_end", "r-deeps", toolCallId="d3", result=[])], "snapshot": {"sharedState": {}}})
+    snap_deep = json.dumps({"events": [ev("stream.tool_end", "r-deeps", toolCallId="d3", result=[])],
+                            "snapshot": {"sharedState": {}}})
     put("deep-snapshot.json", snap_deep.replace('"sharedState": {}', '"sharedState": {"x": ' + deep.decode() + "}").encode(),
         Spec(1, {"too-large": 1}))
 
@@ -287,7 +290,8 @@ def build_suite(d: Path) -> dict[str, Spec]:
     os.symlink(d / "no-such-target.json", d / "dangling.json")
     specs["dangling.json"] = Spec(1, {"unreadable": 1})
     put("random.bin", random.Random(7).randbytes(4096), Spec(1, {"not-json": 1}))
-    put("nul.jsonl", jl(b'{"type":"agentfootprint.x"\x00}', b"\x00\x00\x00", ev("stream.tool_end", "r-nul", toolCallId="z", result=[])),
+    put("nul.jsonl", jl(b'{"type":"agentfootprint.x"\x00}', b"\x00\x00\x00",
+                        ev("stream.tool_end", "r-nul", toolCallId="z", result=[])),
         Spec(3, {"not-json": 2}))
 
     # A recording whose events were capped: the oldest dropped, the run says how many.
@@ -310,7 +314,8 @@ def build_suite(d: Path) -> dict[str, Spec]:
         "snapshot": {
             "recorders": [{"id": "agentfootprint.redaction", "name": "Redaction", "data": {"servedUnderPolicy": True}}],
             "sharedState": {"history": [{"role": "user", "content": "REDACTED"},
-                                        {"role": "tool", "toolCallId": "h-red", "toolName": "list_hosts", "content": "REDACTED"}]},
+                                        {"role": "tool", "toolCallId": "h-red", "toolName": "list_hosts",
+                                         "content": "REDACTED"}]},
         },
         "events": [ev("stream.tool_start", "r-red", toolCallId=red, toolName=red),
                    ev("tools.absent", "r-red", toolCallId=red),
@@ -335,7 +340,8 @@ def build_suite(d: Path) -> dict[str, Spec]:
     put("bom-crlf.jsonl", b"\xef\xbb\xbf" + jl(ev("stream.tool_end", "r-bom", toolCallId="o1", result=[])).replace(b"\n", b"\r\n")
         + b"\r\n", Spec(1, readings={("r-bom", "o1", 1): {"outcome": "ran"}}))
     good_sse = json.dumps(ev("stream.tool_end", "r-sse", toolCallId="e1", result=[]))
-    put("mixed.sse", f"event: agentfootprint.stream.tool_end\ndata: {good_sse}\n\n: ping\n\nevent: x\n\ndata: {{not json\n\n".encode(),
+    put("mixed.sse", (f"event: agentfootprint.stream.tool_end\ndata: {good_sse}\n\n: ping\n\n"
+                      f"event: x\n\ndata: {{not json\n\n").encode(),
         Spec(3, {"not-an-event": 1, "not-json": 1}, readings={("r-sse", "e1", 1): {"outcome": "ran"}}))
     put("split-1.jsonl", jl(ev("stream.tool_start", "r-split", toolCallId="p1", toolName="t"),
                             ev("tools.absent", "r-split", toolCallId="p1")), Spec(2))
@@ -346,8 +352,8 @@ def build_suite(d: Path) -> dict[str, Spec]:
 
 
 def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ TABLES = {"readings": READINGS, "dead_letters": DEAD_LETTERS, "runs": RUNS, "man
 
 def fingerprint(tables: dict[str, pa.Schema]) -> str:
     """sha256 over each table's columns: name, type, nullability, in order."""
-    lines = [f"{name}.{f.name} {f.type} {'null' if f.nullable else 'not null'}" for name, schema in tables.items() for f in schema]
+    lines = [f"{name}.{f.name} {f.type} {'null' if f.nullable else 'not null'}"
+             for name, schema in tables.items() for f in schema]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 

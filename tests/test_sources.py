@@ -715,7 +715,8 @@ def test_a_stream_reads_the_same_peeked_or_not(packing, size):
     from footprint_audit.transforms.decode.sources import _head
 
     data = bytes((i * 7 + i // 13) % 251 for i in range(size))
-    packed = {"plain": data, "gzip": gzip.compress(data) if size else b"", "zstd": zstandard.compress(data) if size else b""}[packing]
+    packed = {"plain": data, "gzip": gzip.compress(data) if size else b"",
+              "zstd": zstandard.compress(data) if size else b""}[packing]
 
     class Unbuffered(io.RawIOBase):  # no peek: the magic is read and put back
         def __init__(self, b: bytes) -> None:

@@ -62,7 +62,8 @@ def test_the_cli_leaves_no_spill_file_and_its_option_keeps_the_tables(tmp_path):
 
 def test_spilled_records_read_back_in_order_whatever_their_bytes(tmp_path):
     spiller = _Spiller(str(tmp_path), 3, 0, "t")
-    records = [(f"run\x00c{i}".encode(), bytes([i % 256]) * i) for i in range(300)] + [("r\udc80\x00c".encode("utf-8", "surrogatepass"), b"")]
+    records = ([(f"run\x00c{i}".encode(), bytes([i % 256]) * i) for i in range(300)]
+               + [("r\udc80\x00c".encode("utf-8", "surrogatepass"), b"")])
     for key, held in records:
         spiller.add(key, held)
     files = spiller.close()

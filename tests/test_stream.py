@@ -61,7 +61,12 @@ def readings_of(test_stream: TestStream, **kw):
 
 
 def test_in_order_events_give_one_reading():
-    ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT), arrive(END)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([arrive(START), arrive(ABSENT), arrive(END)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
     p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "ran", "declared-absent", True, "find_volumes")]), label="readings")
     assert_that(dead, equal_to([]), label="dead")
@@ -115,7 +120,8 @@ def test_duplicated_events_are_dropped():
         .add_elements([arrive(START), arrive(START, "kafka://t/1"), arrive(ABSENT), arrive(END_PLAIN)])
         .add_elements([arrive(END_PLAIN), arrive(ABSENT)])
         .advance_watermark_to(T0 + 60)
-        .add_elements([arrive(ev(7, "tools.absent", "c1", T0 + 0.002, toolName="find_volumes", iteration=1, checked=["inventory"]))])
+        .add_elements([arrive(ev(7, "tools.absent", "c1", T0 + 0.002, toolName="find_volumes", iteration=1,
+                                 checked=["inventory"]))])
         .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
     )
     p, summary, dead, fixes = readings_of(ts)
@@ -176,7 +182,8 @@ def test_an_event_after_the_reading_gives_a_corrected_reading():
     p, summary, dead, fixes = readings_of(ts)
     assert_that(
         summary,
-        equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"), ("c1", 1, "ran", "declared-absent", True, "find_volumes")]),
+        equal_to([("c1", 0, "ran", "undeclared-empty", False, "find_volumes"),
+                  ("c1", 1, "ran", "declared-absent", True, "find_volumes")]),
         label="readings",
     )
     assert_that(dead, equal_to([]), label="dead")
@@ -261,14 +268,24 @@ def test_a_runs_calls_due_in_one_cleanup_slot_close_together_and_a_moved_cleanup
 
 
 def test_a_call_whose_tool_end_never_comes_is_reported_unknown():
-    ts = TestStream().advance_watermark_to(T0).add_elements([arrive(START), arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([arrive(START), arrive(ABSENT)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
     p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([("c1", 0, "unknown", None, True, "find_volumes")]), label="readings")
     p.run()
 
 
 def test_events_that_never_make_a_call_count_as_not_needed_as_in_reassess():
-    ts = TestStream().advance_watermark_to(T0).add_elements([arrive(ABSENT)]).advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    ts = (
+        TestStream()
+        .advance_watermark_to(T0)
+        .add_elements([arrive(ABSENT)])
+        .advance_watermark_to(T0 + 100_000).advance_watermark_to_infinity()
+    )
     p, summary, dead, fixes = readings_of(ts)
     assert_that(summary, equal_to([]), label="readings")
     assert_that(dead, equal_to([]), label="dead")
@@ -334,12 +351,15 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
     from footprint_audit.pipelines.reassess import command as reassess
 
     batch, streamed = tmp_path / "batch", tmp_path / "stream"
-    assert reassess.run(["--input", "examples/recordings/**", "--output", str(batch), "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]) == 0
-    assert stream_mod.run(["--source", "file://examples/recordings/**", "--output", str(streamed), "--declarations", "examples/declarations.json"]) == 0
+    assert reassess.run(["--input", "examples/recordings/**", "--output", str(batch),
+                         "--declarations", "examples/declarations.json", "--no-progress", "--quiet"]) == 0
+    assert stream_mod.run(["--source", "file://examples/recordings/**", "--output", str(streamed),
+                           "--declarations", "examples/declarations.json"]) == 0
     assert assert_stream_matches_batch(batch, streamed) > 40
     assert {r["revision"] for r in load_table(streamed, "readings")} == {0}
     # both made with the same declarations, and say so alike (compared above too)
-    assert {r["declarations_sha256"] for r in load_table(streamed, "readings")} == {load_declarations("examples/declarations.json").sha256}
+    assert ({r["declarations_sha256"] for r in load_table(streamed, "readings")}
+            == {load_declarations("examples/declarations.json").sha256})
     bad_field = [r for r in load_table(streamed, "dead_letters") if r["reason"] == "bad-field"]
     assert bad_field and all('"wallClockMs"' in r["raw"] for r in bad_field)  # the event's bytes, not ""
     # the closing line sums up the tables the job wrote
@@ -353,7 +373,8 @@ def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path
 
 def test_stream_source_uris_are_checked():
     assert stream_mod.parse_source("kafka://127.0.0.1:9092/events") == ("kafka", {"brokers": "127.0.0.1:9092", "topic": "events"})
-    assert stream_mod.parse_source("pubsub://projects/p/subscriptions/s") == ("pubsub", {"subscription": "projects/p/subscriptions/s"})
+    assert stream_mod.parse_source("pubsub://projects/p/subscriptions/s") == (
+        "pubsub", {"subscription": "projects/p/subscriptions/s"})
     assert stream_mod.parse_source("file://x/*.jsonl") == ("file", {"pattern": "x/*.jsonl"})
     for bad in ("kafka://events", "pubsub://projects/p/topics/t", "http://x", "file://"):
         try:
@@ -401,7 +422,8 @@ def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
     from footprint_audit.transforms.stream.events import COUNTS, KEYED, ClassifyAndKeyFn, stamp
 
     other = ev(0, "stream.tool_start", "c2", T0 + 1, toolName="find_volumes")
-    elsewhere = Event(0, "stream.tool_start", {"toolCallId": "c1", "toolName": "x"}, {"runId": "r2", "wallClockMs": (T0 + 2) * 1000})
+    elsewhere = Event(0, "stream.tool_start", {"toolCallId": "c1", "toolName": "x"},
+                      {"runId": "r2", "wallClockMs": (T0 + 2) * 1000})
     items = [stamp("kafka://t/0", e)[0] for e in (START, ABSENT, other, END, elsewhere)]
     with beam.Pipeline(runner=FnApiRunner()) as p:
         out = p | beam.Create(items) | beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED)
@@ -417,7 +439,8 @@ def test_classify_and_key_passes_a_runs_call_events_of_a_bundle_on_together():
         # a run's counts of the bundle: one element per (run, source), at its earliest event's time
         counts = out[COUNTS] | "Counts" >> beam.Map(
             lambda kv, t=beam.DoFn.TimestampParam: (kv[0], kv[1].events, kv[1].used, kv[1].tool_calls, t.micros // 1000))
-        assert_that(counts, equal_to([(("r1", "kafka://t/0"), 4, 4, 1, T0 * 1000), (("r2", "kafka://t/0"), 1, 1, 0, (T0 + 2) * 1000)]),
+        assert_that(counts, equal_to([(("r1", "kafka://t/0"), 4, 4, 1, T0 * 1000),
+                                      (("r2", "kafka://t/0"), 1, 1, 0, (T0 + 2) * 1000)]),
                     label="counts")
 
 

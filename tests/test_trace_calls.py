@@ -1,4 +1,5 @@
-"""A trace's own joins (transforms/decode/trace_calls.py): a trace's call events → each call's events, as a recording holds them."""
+"""A trace's own joins (transforms/decode/trace_calls.py): a trace's call events → each call's events, as a recording
+holds them."""
 
 from __future__ import annotations
 

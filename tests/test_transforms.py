@@ -51,7 +51,8 @@ def pipeline() -> TestPipeline:
 
 def test_read_input_files_splits_documents_stream_events_and_dead_letters(tmp_path):
     doc = tmp_path / "rec.json"
-    doc.write_bytes(orjson.dumps({"events": [envelope("stream.tool_start", "c1", toolName="t"), envelope("stream.tool_end", "c1", result=[])]}))
+    doc.write_bytes(orjson.dumps({"events": [envelope("stream.tool_start", "c1", toolName="t"),
+                                             envelope("stream.tool_end", "c1", result=[])]}))
     lines = tmp_path / "s.jsonl"
     lines.write_bytes(
         orjson.dumps(envelope("stream.tool_end", "c9", run="run-2", result=[1])) + b"\n" + b"{not json\n"
@@ -93,14 +94,18 @@ def test_join_recording_runs_joins_in_place_and_counts_the_run():
     with pipeline() as p:
         out = p | beam.Create([source]) | JoinRecordingRuns()
         assert_that(
-            out["calls"] | "Keys" >> beam.Map(lambda calls: [(c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name) for c in calls]),
+            out["calls"] | "Keys" >> beam.Map(
+                lambda calls: [(c.run_id, c.tool_call_id, c.occurrence, c.outcome, c.tool_name) for c in calls]),
             equal_to([[("run-1", "c1", 1, "ran", "list_hosts")], [("run-2", "c9", 1, "ran", None)]]),  # one group per run
             label="calls",
         )
         # A file's `runs` rows and dead letters come as one list each, in order.
         assert_that(
             out[join_mod.RUNS] | "R" >> beam.Map(
-                lambda rows: [(r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"]) for r in rows]
+                lambda rows: [
+                    (r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])
+                    for r in rows
+                ]
             ),
             equal_to([[("run-1", 4, 2, 1, 1, 1), ("run-2", 1, 1, 0, 0, 1)]]),
             label="runs",
@@ -124,13 +129,16 @@ def test_stream_events_are_keyed_and_joined_with_one_group_by_key():
         keyed = p | beam.Create(items) | KeyLineEvents()
         joined = keyed[join_mod.KEYED] | JoinLineEvents(keyed[join_mod.FACTS])
         assert_that(
-            joined["calls"] | "C" >> beam.Map(lambda calls: [(c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration) for c in calls]),
+            joined["calls"] | "C" >> beam.Map(
+                lambda calls: [(c.tool_call_id, c.occurrence, c.outcome, c.door_absent, c.source_file, c.iteration)
+                               for c in calls]),
             equal_to([[("c1", 1, "ran", True, "b.jsonl", 1)]]),  # one tuple per call id
             label="calls",
         )
         rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | LineRunRows()
         assert_that(
-            rows | "R" >> beam.Map(lambda r: (r["source_file"], r["events"], r["events_used"], r["events_not_needed"], r["dead_letters"], r["tool_calls"])),
+            rows | "R" >> beam.Map(lambda r: (r["source_file"], r["events"], r["events_used"], r["events_not_needed"],
+                                              r["dead_letters"], r["tool_calls"])),
             equal_to([("a.jsonl", 2, 2, 0, 0, 0), ("b.jsonl", 3, 1, 1, 1, 1)]),
             label="runs",
         )
@@ -165,13 +173,15 @@ def test_a_provider_call_id_in_several_traces_of_a_folder_is_one_call_in_its_too
         joined = keyed[join_mod.KEYED] | join
         assert_that(joined["calls"], equal_to([]), label="own")
         assert_that(
-            joined[join_mod.SHARED] | "C" >> beam.Map(lambda calls: [(c.run_id, c.source_file, c.outcome, c.event_index) for c in calls]),
+            joined[join_mod.SHARED] | "C" >> beam.Map(
+                lambda calls: [(c.run_id, c.source_file, c.outcome, c.event_index) for c in calls]),
             equal_to([[("T", "a/traces.jsonl", "ran", 2)], [("O", "b/traces.jsonl", "ran", 0)]]),
             label="calls",
         )
         rows = (keyed[join_mod.COUNTS], joined[join_mod.COUNTS]) | beam.Flatten() | LineRunRows()
         assert_that(
-            rows | "R" >> beam.Map(lambda r: (r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["tool_calls"])),
+            rows | "R" >> beam.Map(
+                lambda r: (r["run_id"], r["events"], r["events_used"], r["events_not_needed"], r["tool_calls"])),
             equal_to([("M", 1, 1, 0, 0), ("T", 2, 2, 0, 1), ("N", 2, 2, 0, 0), ("O", 1, 1, 0, 1)]),
             label="runs",
         )
@@ -247,9 +257,11 @@ def test_write_table_writes_sorted_deterministic_shards(tmp_path):
     ]
     with pipeline() as p:
         paths = p | beam.Create(rows) | WriteTable("dead_letters", str(tmp_path), shards=2)
-        assert_that(paths | beam.Map(lambda s: s.rsplit("/", 1)[-1]), equal_to(["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]))
+        assert_that(paths | beam.Map(lambda s: s.rsplit("/", 1)[-1]),
+                    equal_to(["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]))
     back = load_table(tmp_path, "dead_letters")
-    assert sorted((r["source_file"], r["event_index"]) for r in back) == sorted((r["source_file"], r["event_index"]) for r in rows)
+    assert (sorted((r["source_file"], r["event_index"]) for r in back)
+            == sorted((r["source_file"], r["event_index"]) for r in rows))
     for f in sorted((tmp_path / "dead_letters").glob("*.parquet")):
         import pyarrow.parquet as pq
 
@@ -387,7 +399,8 @@ def test_readings_as_value_tuples_become_the_same_arrow_table_and_shards_as_dict
     out = fn.process(tuples[0]) + fn.process(tuples[1:])
     out += [wv.value for wv in fn.finish_bundle()]
     written = pa.concat_tables([write_mod.ipc_to_table(ipc) for _, ipc in out])
-    assert sorted(map(repr, written.to_pylist())) == sorted(map(repr, pa.Table.from_pylist(dicts, schema=TABLES["readings"]).to_pylist()))
+    assert (sorted(map(repr, written.to_pylist()))
+            == sorted(map(repr, pa.Table.from_pylist(dicts, schema=TABLES["readings"]).to_pylist())))
 
 
 def test_a_shard_sorted_column_by_column_equals_the_table_sorted_whole():
@@ -434,7 +447,8 @@ def test_a_shard_larger_than_a_run_is_merged_from_sorted_runs_into_the_same_rows
     copies = [("r1", "f2.jsonl")]
     expected = _shard_files(tmp_path, "whole", "dead_letters", batches, copies, None, 1 << 30)
     assert _shard_files(tmp_path, "runs", "dead_letters", batches, copies, None, 20_000) == expected
-    assert sum(map(len, expected.values())) == len(rows) - sum(r["run_id"] == "r1" and r["source_file"] == "f2.jsonl" for r in rows)
+    assert (sum(map(len, expected.values()))
+            == len(rows) - sum(r["run_id"] == "r1" and r["source_file"] == "f2.jsonl" for r in rows))
 
 
 def test_more_runs_than_a_merge_takes_are_merged_in_passes_into_the_same_rows_in_the_same_order(tmp_path):

@@ -1,6 +1,8 @@
-"""The command's options against Beam's: the commands' parser, refusing what neither defines, and reading Beam's arguments as the user gave them.
+"""The command's options against Beam's: the commands' parser, refusing what neither defines, and reading Beam's
+arguments as the user gave them.
 
-Nothing here imports Beam but `check` (`check_beam_args`), whose module is imported when the name is first used, once the parse is done.
+Nothing here imports Beam but `check` (`check_beam_args`), whose module is imported when the name is first used, once
+the parse is done.
 """
 
 from importlib import import_module

@@ -21,8 +21,8 @@ _HOMES = {
     "OutputTarget": "target", "spill_folder": "target",
 }
 __all__ = [
-    "MANIFEST_TABLE", "MARKER", "OutputTarget", "build_note", "check_outside_tables", "duplicate_letters", "duplicates_of", "file_sha256",
-    "read_manifest", "spill_folder", "stage_manifest", "summarize", "summary_figures",
+    "MANIFEST_TABLE", "MARKER", "OutputTarget", "build_note", "check_outside_tables", "duplicate_letters", "duplicates_of",
+    "file_sha256", "read_manifest", "spill_folder", "stage_manifest", "summarize", "summary_figures",
 ]
 
 

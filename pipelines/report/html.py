@@ -655,7 +655,8 @@ def calls_section(s: Summary) -> str:
             " A chart segment, the filters and the search combine; the URL keeps them.</p>"
             + filters
             + '<div id="call-filter"><span id="call-filter-status"></span><code id="call-query"></code></div>'
-            f'<div class="scroll"><table id="calls" data-calls="{total}"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
+            f'<div class="scroll"><table id="calls" data-calls="{total}"><colgroup>{cols}</colgroup>'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
             "</tbody></table></div></section>")
 
 

@@ -64,12 +64,16 @@ def parser() -> FlagParser:
         epilog="Any other option is passed to Beam (--runner, --streaming, Flink's and Dataflow's options).",
     )
     p.add_argument("--source", required=True, metavar="URI", help="kafka://BROKERS/TOPIC, pubsub://projects/P/subscriptions/S or file://GLOB")
-    p.add_argument("--output", required=True, metavar="DIR", help="output folder (readings/, dead_letters/, runs/, one folder per window)")
+    p.add_argument("--output", required=True, metavar="DIR",
+                   help="output folder (readings/, dead_letters/, runs/, one folder per window)")
     p.add_argument("--declarations", metavar="FILE", help="the app's declarations (each tool's rowsAt)")
-    p.add_argument("--grace-seconds", type=float, default=30.0, help="event time to wait after tool_end before reading (default 30)")
-    p.add_argument("--allowed-lateness-seconds", type=float, default=600.0, help="how late an event may still correct a reading (default 600)")
+    p.add_argument("--grace-seconds", type=float, default=30.0,
+                   help="event time to wait after tool_end before reading (default 30)")
+    p.add_argument("--allowed-lateness-seconds", type=float, default=600.0,
+                   help="how late an event may still correct a reading (default 600)")
     p.add_argument("--window-seconds", type=float, default=60.0, help="event-time length of the output's folders (default 60)")
-    p.add_argument("--flush-seconds", type=int, default=2, help="how often rows are written, in whole seconds of wall clock (default 2)")
+    p.add_argument("--flush-seconds", type=int, default=2,
+                   help="how often rows are written, in whole seconds of wall clock (default 2)")
     p.add_argument("--out-of-orderness-seconds", type=float, default=5.0,
                    help="Kafka: how far behind the latest event an event may still arrive on time (default 5)")
     p.add_argument("--idle-seconds", type=float, default=10.0,
@@ -79,8 +83,10 @@ def parser() -> FlagParser:
                    help="the attribute value length limit the traces were recorded with: a trace's text value of "
                         "N characters reads as maybe cut by the recorder")
     p.add_argument("--max-records", type=int, default=0, help="Kafka: stop after this many records (a bounded read)")
-    p.add_argument("--max-read-seconds", type=float, default=0, help="Kafka: stop reading after this many seconds (a bounded read)")
-    p.add_argument("--consumer-group", default="footprint-audit", help="Kafka consumer group id (its offsets say where a fresh job starts)")
+    p.add_argument("--max-read-seconds", type=float, default=0,
+                   help="Kafka: stop reading after this many seconds (a bounded read)")
+    p.add_argument("--consumer-group", default="footprint-audit",
+                   help="Kafka consumer group id (its offsets say where a fresh job starts)")
     p.add_argument("--compact-seconds", type=float, default=300.0,
                    help="roll the idle window folders up into one file each this often, and once at the end of a "
                         "bounded run (0: never; default 300; local output only)")

@@ -48,9 +48,9 @@ from footprint_audit.schemas.declarations import Declarations, DeclarationsError
 from footprint_audit.transforms.calls import add_counts, run_row
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, DeadLetterCollector, gives_dead_letters
 from footprint_audit.transforms.stream import (
-    COUNT_FIXES, COUNTS, KAFKA_EVENTS, KAFKA_TOPIC, KEYED, READINGS, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput, ReadFilesAsStreamFn, ReadKafkaEvents,
-    ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic, commit_positions, every_few_seconds,
-    records_read, status_snapshot,
+    COUNT_FIXES, COUNTS, KAFKA_EVENTS, KAFKA_TOPIC, KEYED, READINGS, ClassifyAndKeyFn, KafkaSpec, MarkEndOfInput,
+    ReadFilesAsStreamFn, ReadKafkaEvents, ReadPubSubEvents, StatefulCallJoin, WriteStreamTable, check_topic,
+    commit_positions, every_few_seconds, records_read, status_snapshot,
 )
 
 from . import run

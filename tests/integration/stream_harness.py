@@ -89,7 +89,8 @@ def _launch(source: str, out: Path, extra: tuple, log: Path, declarations: Path 
         return subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS, proc: subprocess.Popen | None = None,
+             log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

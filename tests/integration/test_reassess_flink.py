@@ -19,7 +19,8 @@ def test_reassess_on_flink_equals_the_local_runner(flink_args, tmp_path, monkeyp
     assert reassess.run([*ARGS, "--output", str(flink), *flink_args(streaming=False)]) == 0
     for table in ("readings", "dead_letters", "runs"):
         assert load_table(flink, table) == load_table(local, table), table
-        assert sorted(p.name for p in (flink / table).glob("*.parquet")) == sorted(p.name for p in (local / table).glob("*.parquet"))
+        assert (sorted(p.name for p in (flink / table).glob("*.parquet"))
+                == sorted(p.name for p in (local / table).glob("*.parquet")))
 
 
 def test_reassess_on_flink_as_a_user_runs_it_prints_only_its_own_lines(flink_args, tmp_path):
@@ -30,8 +31,8 @@ def test_reassess_on_flink_as_a_user_runs_it_prints_only_its_own_lines(flink_arg
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("FOOTPRINT_AUDIT_LOG", "FOOTPRINT_AUDIT_WORKERS")}
-    res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *ARGS, "--output", str(tmp_path / "o"),
-                          *flink_args(streaming=False, parallelism=2)],
+    res = subprocess.run([sys.executable, "-m", "footprint_audit.pipelines.cli", "reassess", *ARGS,
+                          "--output", str(tmp_path / "o"), *flink_args(streaming=False, parallelism=2)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0 and res.stderr == "", res.stderr[-3000:]
     assert (tmp_path / "o" / "readings").is_dir()

@@ -87,8 +87,10 @@ def big_call(ms: int) -> list[tuple[int, int, bytes]]:
     run = "run-big-5mb"
     meta = {"runId": run, "wallClockMs": ms}
     rows = [{"id": i, "name": "x" * 40} for i in range(80_000)]
-    start = {"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "big-1", "toolName": "find_rows"}, "meta": meta}
-    end = {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "big-1", "result": rows}, "meta": {**meta, "wallClockMs": ms + 5}}
+    start = {"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "big-1", "toolName": "find_rows"},
+             "meta": meta}
+    end = {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "big-1", "result": rows},
+           "meta": {**meta, "wallClockMs": ms + 5}}
     p = partition_of(run, PARTITIONS)
     return [(p, ms, orjson.dumps(start)), (p, ms + 5, orjson.dumps(end))]
 
@@ -331,7 +333,8 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_overwrites_nothing(in
         # other declarations or another event cap would mix two sets of readings into the tables: refused
         other = tmp_path / "other-declarations.json"
         other.write_text('{"tools": {"list_hosts": {"rowsAt": "items"}}}')
-        refused = stream_cli(source, out, *bound, "--max-event-bytes", "1048576", log=tmp_path / "refused.log", declarations=other)
+        refused = stream_cli(source, out, *bound, "--max-event-bytes", "1048576", log=tmp_path / "refused.log",
+                             declarations=other)
         assert refused.wait(WAIT_SECONDS) == 2
         said = (tmp_path / "refused.log").read_text()
         assert "--max-event-bytes 67108864, other --declarations" in said and "--no-resume" in said, said
@@ -434,8 +437,10 @@ def test_a_finished_bounded_read_run_again_has_nothing_to_do_and_a_larger_one_re
         # two more records (a call of a run of its own, after the examples): a larger bound reads just them
         ms = max(m for m, _r, _b in example_events() if m is not None) + 1_000
         meta = {"runId": "run-after-the-bound", "wallClockMs": ms}
-        more = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "a-1", "toolName": "list_hosts"}, "meta": meta},
-                {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "a-1", "result": {"hosts": [1]}}, "meta": meta}]
+        more = [{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "a-1", "toolName": "list_hosts"},
+                 "meta": meta},
+                {"type": "agentfootprint.stream.tool_end", "payload": {"toolCallId": "a-1", "result": {"hosts": [1]}},
+                 "meta": meta}]
         produce(broker.bootstrap, "events", [(partition_of(meta["runId"], PARTITIONS), ms, orjson.dumps(r)) for r in more])
         finish(stream_cli(source, out, "--max-records", str(len(records) + 2), *command[2:], log=log), log)
         assert _committed(broker.bootstrap, "events") == len(records) + 2

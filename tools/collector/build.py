@@ -87,7 +87,8 @@ def ensure_collector(manifest: Path = MANIFEST) -> Path:
         return path
     go = shutil.which("go")
     if go is None:
-        raise GoMissing(f"Go is missing: the test OpenTelemetry Collector is built by the Collector Builder (tools/collector/{manifest.name})")
+        raise GoMissing("Go is missing: the test OpenTelemetry Collector is built by the Collector Builder "
+                        f"(tools/collector/{manifest.name})")
     builder = ensure_builder(go)
     text = manifest.read_text()
     if re.search(r"^[ \t]+output_path:", text, re.M):
@@ -96,7 +97,8 @@ def ensure_collector(manifest: Path = MANIFEST) -> Path:
         out = Path(work) / "dist"
         config = Path(work) / "builder-config.yaml"
         # the build folder is this run's own: a line added under `dist:` (JSON's string is YAML's too)
-        config.write_text(re.sub(r"^dist:\n", lambda m: f"dist:\n  output_path: {json.dumps(str(out))}\n", text, count=1, flags=re.M))
+        config.write_text(re.sub(r"^dist:\n", lambda m: f"dist:\n  output_path: {json.dumps(str(out))}\n", text, count=1,
+                                 flags=re.M))
         # --skip-strict-versioning=false: the build fails if Go resolved any named module to another version
         _run([str(builder), "--config", str(config), "--skip-strict-versioning=false"], Path(work), dict(os.environ),
              "the Collector Builder")

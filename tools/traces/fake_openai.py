@@ -219,7 +219,8 @@ class FakeOpenAI:
             for c in calls:
                 if c["id"] not in known:
                     self.issued.append(
-                        {"turn": number, "id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                        {"turn": number, "id": c["id"], "name": c["function"]["name"],
+                         "arguments": json.loads(c["function"]["arguments"])}
                     )
         return number, calls, None
 

@@ -112,7 +112,8 @@ def record(setup: str, out: Path, _args=None) -> None:
         "settings": {
             "model": f"crewai.LLM(model={MODEL_ID!r}, base_url=<fake>)",
             "llm_class": type(llm).__name__,
-            "instrumentor": f"CrewAIInstrumentor().instrument(tracer_provider=..., use_event_listener={SETUPS[setup]['use_event_listener']})",
+            "instrumentor": "CrewAIInstrumentor().instrument(tracer_provider=..., "
+                            f"use_event_listener={SETUPS[setup]['use_event_listener']})",
             "env": {k: os.environ.get(k) for k in QUIET},
             **settings,
         },

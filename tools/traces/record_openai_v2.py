@@ -128,8 +128,10 @@ SETUPS["openai-v2-latest-root"] = {**SETUPS["openai-v2-latest"], "root_span": Tr
 
 MODEL = "gpt-4o-mini"
 SYSTEM = "You are an operations assistant. Use the tools to answer."
-USER = "Search the docs for zebra, list the ap hosts, run both queries, look up user 7, the Paris weather, check the backend, then list the eu and us hosts."
-FINAL_TEXT = "Done: no docs, no ap hosts, one empty and one two-row query, user 7 is Ada Lovelace, Paris is sunny, the backend is down, eu has web-1, us has none."
+USER = ("Search the docs for zebra, list the ap hosts, run both queries, look up user 7, the Paris weather, check the backend, "
+        "then list the eu and us hosts.")
+FINAL_TEXT = ("Done: no docs, no ap hosts, one empty and one two-row query, user 7 is Ada Lovelace, Paris is sunny, "
+              "the backend is down, eu has web-1, us has none.")
 
 TOOL_FUNCS = {f.__name__: f for f in recording.tool_functions()}
 

@@ -129,7 +129,8 @@ def record(setup: str, out_dir: Path, _args=None) -> None:
         cid = recording.LOCAL_IDS[n - 1]
         read = model_read.get(cid, {})
         part = {"part_kind": read.get("part_kind"), "outcome": read.get("outcome")}
-        calls.append(recording.call_entry(n, cid, ledger.get(tool, args), read.get("text"), model_read_part=part, error_last=True))
+        calls.append(recording.call_entry(n, cid, ledger.get(tool, args), read.get("text"), model_read_part=part,
+                                          error_last=True))
     truth = {
         "setup": setup,
         "framework": recording.versions(PACKAGES),

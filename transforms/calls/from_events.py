@@ -7,14 +7,16 @@ Role:    the one owner of "which events make a call". `transforms.join.keyed`
          streams); the streaming join runs it on its buffered state.
 Emits:   nothing; no I/O, no Beam.
 
-| step | rule                                                                              |
-|------|-----------------------------------------------------------------------------------|
-| 1    | events grouped by run, in recording order                                         |
-| 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a `tool_start` or `tool_end` |
-| 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start`; with no order known (several files), one |
-| 4    | outcome, first match wins (`transforms.calls.outcome`)                                  |
-| 5    | value read (`modelResult` key, else `result`), door from the occurrence's events  |
-| 6    | committed-state calls (`transforms.calls.committed_state`)                              |
+| step | rule                                                                                          |
+|------|-----------------------------------------------------------------------------------------------|
+| 1    | events grouped by run, in recording order                                                     |
+| 2    | events with a string, non-placeholder `toolCallId` grouped by id; an id is a call only with a |
+|      | `tool_start` or `tool_end`                                                                    |
+| 3    | each `tool_end` closes an occurrence; trailing events make one only with a `tool_start`; with |
+|      | no order known (several files), one                                                           |
+| 4    | outcome, first match wins (`transforms.calls.outcome`)                                        |
+| 5    | value read (`modelResult` key, else `result`), door from the occurrence's events              |
+| 6    | committed-state calls (`transforms.calls.committed_state`)                                    |
 
 The shapes it makes (`Call`, `RunFacts`, `JoinedRun`) are in `transforms.calls.call_types`. A trace's
 events come here as a recording's do: its own joins are made where traces are decoded
@@ -31,8 +33,8 @@ import orjson
 from footprint_audit.readers import UNDEFINED
 from footprint_audit.schemas.events import (
     PAUSE_RESUME, PERMISSION_CHECK, PLACEHOLDERS,
-    REASON_MISSING_CALL_ID, REASON_REDACTED_CALL_ID, RUN_EVENT_TYPES, TOOL_END, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS,
-    TURN_END, TURN_START, DeadLetter, Event, RunInput,
+    REASON_MISSING_CALL_ID, REASON_REDACTED_CALL_ID, RUN_EVENT_TYPES, TOOL_END, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE,
+    TOOLS_SEMANTICS, TURN_END, TURN_START, DeadLetter, Event, RunInput,
 )
 
 from .call_types import Call, JoinedRun, RunFacts, int_or_none, str_or_none
@@ -263,7 +265,8 @@ def classify_event(ev: Event) -> Any:
             return (REASON_MISSING_CALL_ID, f"a {t} event without a string payload.toolCallId cannot be joined to a call")
         return NOT_NEEDED
     if cid in PLACEHOLDERS:
-        return (REASON_REDACTED_CALL_ID, f"the call id of this {t} event was kept out by a redaction policy, so it cannot be joined")
+        return (REASON_REDACTED_CALL_ID,
+                f"the call id of this {t} event was kept out by a redaction policy, so it cannot be joined")
     return CALL
 
 

@@ -1,4 +1,5 @@
-"""Bytes → events: the input-format registry (recordings, JSON Lines, SSE, OTLP/JSON), decompressing, parsing, the batch read of input files, and a stream message's items."""
+"""Bytes → events: the input-format registry (recordings, JSON Lines, SSE, OTLP/JSON), decompressing, parsing, the batch
+read of input files, and a stream message's items."""
 
 from .elements import CallGroup, ReadingRows
 from .envelopes import DEFAULT_MAX_EVENT_BYTES, event_read_again
@@ -10,7 +11,8 @@ from .sources import open_source, read_source
 from .trace_calls import TRACE_CALLS, call_events, call_key, joined_across, split_trace
 
 __all__ = [
-    "COUNTS", "CallGroup", "DOCUMENTS", "ReadingRows", "TRACE_CALLS", "call_events", "call_key", "joined_across", "split_trace", "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
+    "COUNTS", "CallGroup", "DOCUMENTS", "ReadingRows", "TRACE_CALLS", "call_events", "call_key", "joined_across", "split_trace",
+    "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
     "FORMATS", "InputFormat", "Opened", "items_from_message", "open_source",
     "read_source",
 ]

@@ -80,7 +80,8 @@ def _line_items(
             seen = True
             yield item
         if not seen:
-            yield DeadLetter(path, None, None, REASON_NOT_AN_EVENT, "The file holds no events: only blank lines or SSE comments.", b"")
+            yield DeadLetter(path, None, None, REASON_NOT_AN_EVENT,
+                             "The file holds no events: only blank lines or SSE comments.", b"")
     finally:
         stream.close()
 

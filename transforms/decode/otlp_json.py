@@ -186,7 +186,8 @@ def _openinference_tool(raw: dict[str, Any]) -> ToolSpan | None:
 
 
 def _tool_message(value: Any) -> dict | None:
-    """The `data` of a LangChain `ToolMessage` as `json.dumps` writes it: `{"type": "tool", "data": {content, tool_call_id, …}}`."""
+    """The `data` of a LangChain `ToolMessage` as `json.dumps` writes it:
+    `{"type": "tool", "data": {content, tool_call_id, …}}`."""
     if type(value) is not str or not value.startswith('{"type": "tool"'):
         return None
     try:
@@ -503,7 +504,8 @@ def data_items(
         if isinstance(made, tuple):
             reason, detail = made
             run_id = item.get("traceId") if type(item) is dict and type(item.get("traceId")) is str else None
-            items.append(DeadLetter(source_file, at, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.", dump(item)))
+            items.append(DeadLetter(source_file, at, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.",
+                                    dump(item)))
         else:
             items += made
     return items

@@ -12,13 +12,18 @@ Role:    the trace's own joins. `otlp_json` decodes each span and log record alo
          joins within each trace (`call_events`).
 Emits:   nothing; no I/O, no Beam.
 
-| rule | what makes one call of a trace's events                                                       |
-|------|-----------------------------------------------------------------------------------------------|
-| 1    | the events that share a call id (a tool span's, its copies', the messages that read or asked for it) |
-| 2    | a tool span without a call id (keyed by its span) and a message call with no tool span, of the same tool: paired in order among the unpaired (spans by start time, message calls by the time the model asked for them); the call takes the message's id. The spans left pair, in the same order, with the message calls no message names a tool for |
-| 3    | the value read is the first model call's (by time) that holds one: joined to the tool span's `tool_end`, or the call's `tool_end` where no span ended |
-| 4    | a call only asked for, or read with no value captured, is a `tool_start` of its own: outcome unknown |
-| 5    | a provider's call id (`call_…`, `toolu_…`) in several traces of the input is one call, read in the trace of its tool span, else in the first trace that mentions it |
+What makes one call of a trace's events:
+
+- rule 1: the events that share a call id (a tool span's, its copies', the messages that read or asked for it)
+- rule 2: a tool span without a call id (keyed by its span) and a message call with no tool span, of the same
+  tool: paired in order among the unpaired (spans by start time, message calls by the time the model asked
+  for them); the call takes the message's id. The spans left pair, in the same order, with the message calls
+  no message names a tool for
+- rule 3: the value read is the first model call's (by time) that holds one: joined to the tool span's
+  `tool_end`, or the call's `tool_end` where no span ended
+- rule 4: a call only asked for, or read with no value captured, is a `tool_start` of its own: outcome unknown
+- rule 5: a provider's call id (`call_…`, `toolu_…`) in several traces of the input is one call, read in the
+  trace of its tool span, else in the first trace that mentions it
 
 Every event of a call is one of its events (counted used); the rewritten ones keep their place
 (`index`) and file, so a reading's `event_index` and the run's counts are those of the events read.

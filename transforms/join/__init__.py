@@ -8,7 +8,7 @@ from .spilled import DEFAULT_MAX_PARTITION_BYTES, SpillJoinEventStream
 from .spilled_counts import SpillLineRunRows
 
 __all__ = [
-    "decode_held", "encode_held", "pack_held", "unpack_held", "CALLS", "COUNTS", "DEFAULT_MAX_PARTITION_BYTES", "FACTS", "JoinLineEvents", "JoinRecordingRuns", "KEYED", "SHARED",
-    "KeyLineEvents", "LineRunRows", "RECORDING", "RUNS", "RunCopiesToDrop", "STREAM", "SpillJoinEventStream",
-    "SpillLineRunRows", "claim_of",
+    "decode_held", "encode_held", "pack_held", "unpack_held", "CALLS", "COUNTS", "DEFAULT_MAX_PARTITION_BYTES", "FACTS",
+    "JoinLineEvents", "JoinRecordingRuns", "KEYED", "SHARED", "KeyLineEvents", "LineRunRows", "RECORDING", "RUNS",
+    "RunCopiesToDrop", "STREAM", "SpillJoinEventStream", "SpillLineRunRows", "claim_of",
 ]

@@ -30,7 +30,8 @@ from footprint_audit.schemas.events import TRACE_REDACTED, event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
-__all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns", "READER_VERSION", "kept_out_test"]
+__all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns",
+           "READER_VERSION", "kept_out_test"]
 
 
 #: What a reading records it was read by: the reader rules' version (`readers.rules`).

@@ -46,8 +46,8 @@ from . import status as stream_status
 from .events import stamp_message
 
 __all__ = [
-    "KAFKA_EVENTS", "KAFKA_TOPIC", "ReadKafkaEvents", "KafkaSpec", "consumer_config", "KafkaPositions", "PartitionPosition", "watermark_ms", "check_topic",
-    "write_positions", "commit_positions", "records_read",
+    "KAFKA_EVENTS", "KAFKA_TOPIC", "ReadKafkaEvents", "KafkaSpec", "consumer_config", "KafkaPositions", "PartitionPosition",
+    "watermark_ms", "check_topic", "write_positions", "commit_positions", "records_read",
 ]
 
 #: `ReadKafkaEvents`' outputs: the events read, and the topic's one element (what an end marker waits on).
@@ -264,7 +264,8 @@ def records_read(spec: KafkaSpec) -> int:
     try:
         return sum(max(tp.offset - earliest, 0) for tp, earliest in _group_offsets(consumer, spec))
     except KafkaException as exc:
-        raise ValueError(f"the Kafka brokers {spec.brokers} did not say what group {spec.group} has read ({exc.args[0]})") from None
+        raise ValueError(f"the Kafka brokers {spec.brokers} did not say what group {spec.group} has read "
+                         f"({exc.args[0]})") from None
     finally:
         consumer.close()
 
@@ -475,7 +476,8 @@ class _ReadKafkaFn(beam.DoFn):
                     continue  # a broker-side notice (not a record): librdkafka retries by itself
                 p, offset = msg.partition(), msg.offset()
                 source = f"kafka://{spec.topic}/{p}"
-                items, event_ms = stamp_message(source, offset, msg.value() or b"", msg.timestamp()[1], spec.max_event_bytes, wm_ms)
+                items, event_ms = stamp_message(source, offset, msg.value() or b"", msg.timestamp()[1], spec.max_event_bytes,
+                                                wm_ms)
                 if not tracker.try_claim(_Record(p, offset, event_ms)):
                     # the runner split the restriction: the rest is its residual's
                     shared.at = {}
