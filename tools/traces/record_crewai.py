@@ -63,19 +63,9 @@ SETUPS = {
     "crewai": {"use_event_listener": False},
     "crewai-events": {"use_event_listener": True},
 }
-FINAL_TEXT = "Done: one user, sunny in Paris, web-1 in eu; docs, ap, us and the first query were empty."
-PROMPT = "Check the docs, hosts, database, user 7, the weather in Paris and the backend."
+FINAL_TEXT, PROMPT = recording.FAKE_FINAL_TEXT, recording.FAKE_PROMPT
 MODEL_ID = "gpt-4o-mini"
-PACKAGES = [
-    "crewai",
-    "openinference-instrumentation-crewai",
-    "openinference-instrumentation",
-    "openinference-semantic-conventions",
-    "openai",
-    "opentelemetry-api",
-    "opentelemetry-sdk",
-    "opentelemetry-exporter-otlp-json-file",
-]
+PACKAGES = ["crewai", "openinference-instrumentation-crewai", *recording.OPENINFERENCE_PACKAGES]
 
 
 def record(setup: str, out: Path, _args=None) -> None:

@@ -71,21 +71,10 @@ from pathlib import Path
 import recording
 
 SETUPS = {"google-adk": {"global_provider": True}, "google-adk-local": {"global_provider": False}}
-FINAL_TEXT = "Done: one user, sunny in Paris, web-1 in eu; docs, ap, us and the first query were empty."
-PROMPT = "Check the docs, hosts, database, user 7, the weather in Paris and the backend."
+FINAL_TEXT, PROMPT = recording.FAKE_FINAL_TEXT, recording.FAKE_PROMPT
 MODEL_ID = "openai/gpt-4o-mini"
-PACKAGES = [
-    "google-adk",
-    "litellm",
-    "openinference-instrumentation-google-adk",
-    "openinference-instrumentation",
-    "openinference-semantic-conventions",
-    "openai",
-    "google-genai",
-    "opentelemetry-api",
-    "opentelemetry-sdk",
-    "opentelemetry-exporter-otlp-json-file",
-]
+PACKAGES = ["google-adk", "litellm", "openinference-instrumentation-google-adk", "google-genai",
+            *recording.OPENINFERENCE_PACKAGES]
 
 
 def tool_error(tool, args, tool_context, error):

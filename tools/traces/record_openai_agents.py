@@ -42,19 +42,9 @@ from pathlib import Path
 import recording
 
 SETUPS = {"openai-agents": {}}
-FINAL_TEXT = "Done: one user, sunny in Paris, web-1 in eu; docs, ap, us and the first query were empty."
-PROMPT = "Check the docs, hosts, database, user 7, the weather in Paris and the backend."
+FINAL_TEXT, PROMPT = recording.FAKE_FINAL_TEXT, recording.FAKE_PROMPT
 MODEL_ID = "gpt-4o-mini"
-PACKAGES = [
-    "openai-agents",
-    "openinference-instrumentation-openai-agents",
-    "openinference-instrumentation",
-    "openinference-semantic-conventions",
-    "openai",
-    "opentelemetry-api",
-    "opentelemetry-sdk",
-    "opentelemetry-exporter-otlp-json-file",
-]
+PACKAGES = ["openai-agents", "openinference-instrumentation-openai-agents", *recording.OPENINFERENCE_PACKAGES]
 
 
 def record(setup: str, out: Path, _args=None) -> None:

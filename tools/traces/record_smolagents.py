@@ -58,19 +58,9 @@ from typing import Any
 import recording
 
 SETUPS = {"smolagents": {}}
-FINAL_TEXT = "Done: one user, sunny in Paris, web-1 in eu; docs, ap, us and the first query were empty."
-PROMPT = "Check the docs, hosts, database, user 7, the weather in Paris and the backend."
+FINAL_TEXT, PROMPT = recording.FAKE_FINAL_TEXT, recording.FAKE_PROMPT
 MODEL_ID = "gpt-4o-mini"
-PACKAGES = [
-    "smolagents",
-    "openinference-instrumentation-smolagents",
-    "openinference-instrumentation",
-    "openinference-semantic-conventions",
-    "openai",
-    "opentelemetry-api",
-    "opentelemetry-sdk",
-    "opentelemetry-exporter-otlp-json-file",
-]
+PACKAGES = ["smolagents", "openinference-instrumentation-smolagents", *recording.OPENINFERENCE_PACKAGES]
 
 
 def _text(message: dict) -> Any:

@@ -44,6 +44,14 @@ CALLS: list[tuple[str, dict[str, Any], Any]] = [
     ("list_hosts", {"zone": "us"}, []),
 ]
 PARALLEL = (8, 9)  # 1-based numbers of the calls asked for in one model turn
+#: The user's prompt and the model's last text where the model is `fake_openai` (a recorder's own where not).
+FAKE_PROMPT = "Check the docs, hosts, database, user 7, the weather in Paris and the backend."
+FAKE_FINAL_TEXT = "Done: one user, sunny in Paris, web-1 in eu; docs, ap, us and the first query were empty."
+#: What an OpenInference recorder pins beside its framework and its instrumentor (`versions`).
+OPENINFERENCE_PACKAGES = [
+    "openinference-instrumentation", "openinference-semantic-conventions", "openai",
+    "opentelemetry-api", "opentelemetry-sdk", "opentelemetry-exporter-otlp-json-file",
+]
 # The call ids of the scripts whose fake model runs in-process (fake_openai.py makes its own).
 LOCAL_IDS = (
     "call_sd01zebra", "call_lh02ap", "call_qd03sel1", "call_qd04sel2", "call_lu05id7",
