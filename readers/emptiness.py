@@ -269,8 +269,7 @@ def read_emptiness(
     return EmptinessReading.from_upstream(shape)
 
 
-def read_emptiness_js(value: Any = UNDEFINED, context: Any = UNDEFINED,
-                      kept_out: Callable[[Any], Any] | None = None) -> EmptinessReading:
+def read_emptiness_js(value: Any = UNDEFINED, context: Any = UNDEFINED, kept_out: Callable[[Any], Any] | None = None) -> EmptinessReading:
     """`readEmptiness(value, context)` with JS argument semantics (for conformance).
 
     `context` is the JS context object: UNDEFINED → `{}`, `None` (null) → the

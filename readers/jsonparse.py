@@ -23,8 +23,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-__all__ = ["JSONError", "parse_json", "parse_json_kept", "take_parsed", "NOT_KEPT", "known_bad", "may_be_js_json",
-           "orjson_outcome", "last_outcome", "remember_failure", "Outcome"]
+__all__ = ["JSONError", "parse_json", "parse_json_kept", "take_parsed", "NOT_KEPT", "known_bad", "may_be_js_json", "orjson_outcome", "last_outcome", "remember_failure", "Outcome"]
 
 
 class JSONError(ValueError):

@@ -7,10 +7,9 @@ Role:    the pipeline reads these off the described envelope (the door) and
          mint them with the same rules, so the two cannot disagree.
 Emits:   nothing; no I/O, no clock, no Beam.
 
-| fact       | shape                                                                                  |
-|------------|----------------------------------------------------------------------------------------|
-| `resolved` | list of `{argument, id, name?, aliases?}`: `argument` and `id` non-empty strings,      |
-|            | `name` a string, `aliases` a list of strings                                           |
+| fact       | shape                                                        |
+|------------|--------------------------------------------------------------|
+| `resolved` | list of `{argument, id, name?, aliases?}`: `argument` and `id` non-empty strings, `name` a string, `aliases` a list of strings |
 | `paging`   | `{next}`: `null` (no next page), a non-empty string cursor, or a whole page number ≥ 0 |
 
 A first page is complete only with `next: null`; a `next` that is not null
