@@ -114,7 +114,7 @@ class StreamKeys:
         facts = {run_id: _facts(evs) for run_id, evs in self.fact_events.items()}
         for (run_id, call_id), items in self.keyed.items():
             calls = join_call_events(run_id, call_id, items, facts.get(run_id))
-            count_joined(self.counts, items, calls)
+            count_joined(self.counts, items, calls, run_id)
             yield from calls
         self.keyed.clear()
 

@@ -53,7 +53,7 @@ def test_batch_and_stream_counts_add_up_to_the_same_row():
         if count_event(counts_for(batch, "r1", "f", "event-stream"), e) is CALL:
             keyed.setdefault(e.payload["toolCallId"], []).append(("f", e))
     for call_id, items in keyed.items():
-        count_joined(batch, items, join_call_events("r1", call_id, items))
+        count_joined(batch, items, join_call_events("r1", call_id, items), "r1")
     (total,) = batch.values()
     assert (total.events, total.used, total.not_needed, total.dead_letters, total.tool_calls) == (7, 3, 2, 2, 1)
 

@@ -146,26 +146,32 @@ def add_dead_letter(c: RunCounts, index: int | None = None) -> None:
         c.records.append((index, DEAD, False, False))
 
 
-def count_joined(counts: dict[tuple, RunCounts], items: list[tuple[str, Event]], calls: list[Call]) -> None:
-    """Count one call key's events (`(source_file, Event)`) once joined into `calls`, each in its own run:
-    those the occurrences took are used, the rest not needed; a call is counted in its run and the file
-    of its `tool_end`."""
+def count_joined(counts: dict[tuple, RunCounts], items: list[tuple[str, Event]], calls: list[Call],
+                 run_id: str | None = None) -> None:
+    """Count one call key's events (`(source_file, Event)`) once joined into `calls`: those the
+    occurrences took are used, the rest not needed; a call is counted in its run and the file of its
+    `tool_end`. `run_id`: the run of every event (a call key's); None: each event is counted in its
+    own run (a call joined across traces)."""
     used: dict[tuple, int] = {}
     for call in calls:
         for source, ev in call.events:
-            used[ev.run_id, source] = used.get((ev.run_id, source), 0) + 1
+            key = (run_id or ev.run_id, source)
+            used[key] = used.get(key, 0) + 1
     totals: dict[tuple, int] = {}
     for source, ev in items:
-        totals[ev.run_id, source] = totals.get((ev.run_id, source), 0) + 1
+        key = (run_id or ev.run_id, source)
+        totals[key] = totals.get(key, 0) + 1
     ends: dict[tuple, int] = {}
     for call in calls:
         if call.end_file is not None:
-            ends[call.run_id, call.end_file] = ends.get((call.run_id, call.end_file), 0) + 1
-    for (run_id, source), total in totals.items():
-        c = counts_for(counts, run_id, source)
-        c.used += used.get((run_id, source), 0)
-        c.not_needed += total - used.get((run_id, source), 0)
-        c.tool_calls += ends.get((run_id, source), 0)
+            key = (call.run_id, call.end_file)
+            ends[key] = ends.get(key, 0) + 1
+    for key, total in totals.items():
+        c = counts_for(counts, *key)
+        took = used.get(key, 0)
+        c.used += took
+        c.not_needed += total - took
+        c.tool_calls += ends.get(key, 0)
 
 
 def moved_counts(ev: Event, to: str) -> RunCounts:

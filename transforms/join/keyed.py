@@ -214,7 +214,7 @@ class JoinCallFn(beam.DoFn):
         (run_id, key), held = item
         items = [decode_held(b) for part in held for b in unpack_held(part)]
         if key != TRACE_CALLS:
-            yield from self._joined(items, join_call_events(run_id, key, items, facts.get(run_id)))
+            yield from self._joined(items, join_call_events(run_id, key, items, facts.get(run_id)), run_id)
             return
         own, taken, shared = split_trace(items)
         for call_id, its in shared:  # joined with the same id in the traces of files in the same folder
@@ -222,10 +222,11 @@ class JoinCallFn(beam.DoFn):
             yield pvalue.TaggedOutput(SHARED, ((folder, call_id), pack_held([encode_held(f, ev) for f, ev in its])))
         yield from self._joined(taken, [
             call for c in own for call in join_call_events(run_id, c.call_id, c.items, facts.get(run_id), c.ordered, c.names)
-        ])
+        ], run_id)
 
-    def _joined(self, items: list, calls: list) -> Iterator[CallGroup]:
-        count_joined(self._counts, items, calls)
+    def _joined(self, items: list, calls: list, run_id: str | None = None) -> Iterator[CallGroup]:
+        """`calls` as one `CallGroup`, `items` counted (`count_joined`: in `run_id`, else each in its own run)."""
+        count_joined(self._counts, items, calls, run_id)
         if calls:
             yield CallGroup(calls)
 
