@@ -26,6 +26,7 @@ __all__ = [
     "cached_job_server_jar",
     "default_cache_dir",
     "job_server_folder",
+    "on_flink",
     "runner_of",
     "NOT_CACHED",
     "USE_ENV",
@@ -61,6 +62,11 @@ def runner_of(beam_args: list[str]) -> str | None:
     return flag_value(beam_args, "runner")
 
 
+def on_flink(beam_args: list[str]) -> bool:
+    """Whether Beam's arguments name a Flink runner."""
+    return (runner_of(beam_args) or "").lower().startswith("flink")
+
+
 def cached_job_server_jar() -> str | None:
     """The cached launcher `job-server.jar` when its folder is complete, else None (never fetches)."""
     folder = job_server_folder()
@@ -74,8 +80,7 @@ def cached_job_server(beam_args: list[str]) -> list[str]:
 
     Raises `RuntimeError` (`NOT_CACHED`) only when the cache was asked for and holds no job server.
     """
-    runner = runner_of(beam_args)
-    if runner is None or not runner.lower().startswith("flink"):
+    if not on_flink(beam_args):
         return beam_args
     if any(a.startswith("--flink_job_server_jar") for a in beam_args):
         return beam_args

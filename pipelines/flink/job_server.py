@@ -28,7 +28,7 @@ from pathlib import Path
 
 from footprint_audit.pipelines.options import flag_given, flag_value
 
-from .cached_jars import NOT_CACHED, cached_job_server, cached_job_server_jar, runner_of
+from .cached_jars import NOT_CACHED, cached_job_server, cached_job_server_jar, on_flink
 
 __all__ = ["FlinkStartError", "JobServer", "JobServerError", "OwnJobServer", "default_heap_mb", "with_job_server"]
 
@@ -151,7 +151,7 @@ def with_job_server(beam_args: list[str], own: OwnJobServer | None) -> tuple[lis
     none). A `--job_endpoint` given is kept; with `own`, the launcher's job server is started and named
     by `--job_endpoint`; else the cached jar is given to Beam to start (`cached_job_server`). Not on
     Flink: the arguments as they are. `FlinkStartError` (one sentence) when no job server can be had."""
-    if not (runner_of(beam_args) or "").lower().startswith("flink") or flag_given(beam_args, "job_endpoint"):
+    if not on_flink(beam_args) or flag_given(beam_args, "job_endpoint"):
         return beam_args, None
     if own is None:
         try:

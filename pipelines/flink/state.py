@@ -31,7 +31,7 @@ from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.pipelines.options import flag_given, flag_value
 from footprint_audit.transforms.stream import STATE_LAYOUT
 
-from .cached_jars import runner_of
+from .cached_jars import on_flink
 from .job_server import FlinkStartError, OwnJobServer
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def checkpoint_to_resume(settings: StreamSettings) -> Path | None:
     """The checkpoint a Flink job of these settings starts from (None: not on Flink, `--no-resume`, or none
     kept): a job killed after its read had read every record it was bounded to still holds, there, what it
     had not written yet."""
-    if not (runner_of(list(settings.beam_args)) or "").lower().startswith("flink") or settings.no_resume:
+    if not on_flink(list(settings.beam_args)) or settings.no_resume:
         return None
     if "://" in settings.output and not settings.state_dir:
         return None
@@ -199,8 +199,7 @@ class FlinkSession:
             _forget_other_jobs(self.state_dir / "checkpoints", keep)
 
     def __enter__(self) -> "FlinkSession":
-        runner = (runner_of(self.beam_args) or "").lower()
-        if not runner.startswith("flink"):
+        if not on_flink(self.beam_args):
             return self
         if "://" in self.settings.output and not self.settings.state_dir:
             raise FlinkStartError("--output is remote: give --state-dir, a folder the Flink job can keep its checkpoints in")

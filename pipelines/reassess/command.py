@@ -304,10 +304,14 @@ class _Job:
         pipeline.run().wait_until_finish()
 
     def first(self, names: list[str], staging: str) -> None:
-        self.run([literal_pattern(self.paths.get(n, n)) for n in names], staging)
+        self.run(self._patterns(names), staging)
 
     def again(self, names: list[str], staging: str) -> None:
-        self.run([literal_pattern(self.paths.get(n, n)) for n in names], staging, alone=True)
+        self.run(self._patterns(names), staging, alone=True)
+
+    def _patterns(self, names: list[str]) -> list[str]:
+        """The listed files `names`, each as a pattern naming exactly its local path."""
+        return [literal_pattern(self.paths.get(n, n)) for n in names]
 
 
 def _run_passes(job: _Job, inputs: _Inputs, target: OutputTarget) -> None:

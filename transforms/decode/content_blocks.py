@@ -32,7 +32,7 @@ class Unwrapped:
     """What the model read of a wrapped value: the text of text blocks (several joined by a newline)
     or a `FunctionResponse`'s `response`; and whether an MCP result says the tool failed (`isError: true`)."""
 
-    text: Any
+    value: Any
     is_error: bool = False
 
 

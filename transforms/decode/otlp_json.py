@@ -218,6 +218,7 @@ def _tool_span(raw: dict[str, Any]) -> ToolSpan | None:
         tool.result = next((other.result for other in read[1:] if other.result is not _MISSING), _MISSING)
     return tool
 
+
 #: What a span's or log record's chat messages say of tool calls: `(MODEL_READ | MODEL_ASKED, payload,
 #: where the call id comes from)`.
 Said = list[tuple[str, dict[str, Any], str]]
@@ -240,7 +241,7 @@ def _put_value(payload: dict[str, Any], key: str, value: Any) -> bool:
     if blocks is None:
         payload[key] = value
         return False
-    payload[key], payload[key + "Unwrapped"] = blocks.text, True
+    payload[key], payload[key + "Unwrapped"] = blocks.value, True
     return blocks.is_error
 
 
