@@ -274,6 +274,7 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
     latest checkpoint) when the runner is Flink; returns how it ended (`_wait`)."""
     # the roll-up (pipelines.compact.rollup) of a local output, on a thread that ends with the block
     compacts = settings.compact_seconds > 0 and "://" not in settings.output
+    forget: list[Path | None] = []  # checkpoints to forget (all but the job holding each `keep`)
     with (flink_state.FlinkSession(settings, declarations.sha256) as session, _watch(settings, session),
           Compactor(settings.output, settings.compact_seconds if compacts else 0, settings.retain_hours),
           JobRunner(session.beam_args, job_server=session.job_server) as runs):
@@ -297,19 +298,22 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
             except Exception:  # the job server may be going down with us
                 pass
             raise
-        if state == "ENDED" and kind == "kafka":
+        if state == "ENDED" and kind == "kafka" and commit_positions(kafka_spec(settings, parts), positions_file(end_marker)):
             # everything read is written: the group's offsets say so, also when the job ended
             # before a checkpoint committed them (a rerun then reads on from there); its checkpoints
             # are forgotten: a rerun with a larger --max-records reads on from the offsets, not from a
             # checkpoint taken mid-read (read again) or after the read finished (it would never read)
-            if commit_positions(kafka_spec(settings, parts), positions_file(end_marker)):
-                session.forget_checkpoints()
+            forget.append(None)
         if state == NOT_STARTED and started is not None and not os.path.exists(started):
             # the read never ran, so the cancelled job's checkpoints hold nothing the one it restored
             # did not: the next submission restores that one again (had the read started meanwhile,
             # the next restores the newest, as any restart does)
-            session.forget_checkpoints(keep=session.restored)
-        return state
+            forget.append(session.restored)
+    # forgotten once the job server has stopped: a cancelled job still winding down completes one more
+    # checkpoint as its JVM shuts down (seen under load), which a rerun would then resume from
+    for keep in forget:
+        session.forget_checkpoints(keep=keep)
+    return state
 
 
 def _refusal(settings: StreamSettings, kind: str, parts: dict) -> str | None:
