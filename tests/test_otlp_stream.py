@@ -218,24 +218,54 @@ def test_parse_message_fn_gives_each_item_of_a_record_at_its_own_event_time():
         assert_that(got, equal_to([*want, (10, REASON_NOT_JSON, latest_end_ms(line))]))
 
 
-@pytest.mark.parametrize("setup", ["openai-agents", "langchain-hide-outputs"])
-def test_a_traces_own_joins_give_the_stream_reassess_s_readings(tmp_path, setup):
-    """Tool spans without a call id paired with the message calls they answered (docs/traces.md, "One call per
-    tool call"), one span per record as the SDK's simple processor exports them: the stream reads what `reassess` reads."""
+def _latest(rows: list) -> dict:
+    """Each call's latest reading (its highest revision), as `_reading` gives it."""
+    latest: dict = {}
+    for r in sorted(rows, key=lambda r: r["revision"]):
+        latest[(r["run_id"], r["tool_call_id"], r["occurrence"])] = _reading(r)
+    return latest
+
+
+@pytest.mark.parametrize("setup,grace", [("openai-agents", 5), ("langchain-hide-outputs", 5), ("openai-v2-latest", 0)])
+def test_a_traces_own_joins_give_the_stream_reassess_s_readings(tmp_path, setup, grace):
+    """Tool spans without a call id paired with the message calls they answered (the model call that names a call
+    ends within the grace period), and (openai-v2-latest, no root span: each model call and tool span a trace of its
+    own) a provider's call id joined across traces with no grace, each trace read as its records come (docs/traces.md,
+    "One call per tool call"). One span per record as the SDK's simple processor exports them, the watermark
+    following the spans' ends: every call's latest reading is what `reassess` reads, and each event is counted
+    once, in its own run."""
     from helpers import ROOT
 
     lines = (ROOT / "tests" / "data" / "traces" / setup / "traces.jsonl").read_bytes().splitlines()
-    spans = [(r, sc, s) for line in lines for r in orjson.loads(line)["resourceSpans"] for sc in r["scopeSpans"]
-             for s in sc["spans"]]
+    spans = sorted(((r, sc, s) for line in lines for r in orjson.loads(line)["resourceSpans"] for sc in r["scopeSpans"]
+                    for s in sc["spans"]), key=lambda rs: int(rs[2]["endTimeUnixNano"]))
     records = [orjson.dumps({"resourceSpans": [{**r, "scopeSpans": [{**sc, "spans": [s]}]}]}) for r, sc, s in spans]
-    batch_readings, _runs, _dead = _batch(tmp_path, records)
+    batch_readings, batch_runs, _dead = _batch(tmp_path, records)
     assert len(batch_readings) == 9 and all(key[1].startswith("call_") for key in batch_readings)
-    first_s = min(int(s["startTimeUnixNano"]) for _r, _sc, s in spans) // 1_000_000 / 1000
+    ts, watermark = TestStream(), 0.0
+    for offset, (record, (_r, _sc, span)) in enumerate(zip(records, spans)):
+        end_s = int(span["endTimeUnixNano"]) // 1_000_000 / 1000
+        if end_s > watermark:
+            ts, watermark = ts.advance_watermark_to(end_s), end_s
+        ts = ts.add_elements([TimestampedValue((SOURCE, offset, record, int(end_s * 1000)), end_s)])
     p = TestPipeline(options=PipelineOptions(streaming=True))
-    _classified, joined = _stream(p, records, first_s, max(int(s["endTimeUnixNano"]) for _r, _sc, s in spans) // 1_000_000)
+    ts = ts.advance_watermark_to(watermark + 100_000).advance_watermark_to_infinity()  # past every cleanup, then the end
+    events = p | ts | "Parse" >> beam.ParDo(ParseMessageFn(64 << 20))
+    classified = events | beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED)
+    joined = classified[KEYED] | StatefulCallJoin(load_declarations(str(DECLARATIONS)), grace_seconds=grace)
 
     def readings_match(rows: list) -> None:
-        assert {(r["run_id"], r["tool_call_id"], r["occurrence"]): _reading(r) for r in rows} == batch_readings
+        assert _latest(rows) == batch_readings
+
+    def counts_add_up(parts: list) -> None:
+        by_run: dict = {}
+        for (run_id, _source), counts in parts:
+            by_run.setdefault(run_id, []).append(counts)
+        totals = {run_id: add_counts(counted) for run_id, counted in by_run.items()}
+        assert {run_id: (t.events, t.tool_calls) for run_id, t in totals.items()} == {
+            run_id: (counts[0], counts[4]) for run_id, counts in batch_runs.items()}
+        assert all(t.events == t.used + t.not_needed + t.dead_letters and t.dead_letters == 0 for t in totals.values())
 
     assert_that(joined["readings"], _check(readings_match), label="readings")
+    assert_that((classified[COUNTS], joined["count_fixes"]) | beam.Flatten(), _check(counts_add_up), label="counts")
     p.run()

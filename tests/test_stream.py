@@ -391,10 +391,10 @@ def test_the_key_record_coder_round_trips_every_field_and_the_events():
     coder = _CallStateCoder()
     held = [encode_held("kafka://t/0", START), b"", encode_held("kafka://t/1", END), b"\x00" * 70_000]
     records = (_CallState(), _CallState(3, 1_790_000_000_123, 1_790_000_090_000, 1_790_000_030_004, False),
-               _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, pack_held(held)))
+               _CallState(closed=True), _CallState(-1, -5, 0, 0, False), _CallState(0, 1, 2, 3, False, 7, pack_held(held)))
     for record in records:
         encoded = coder.encode(record)
-        assert len(encoded) == 33 + len(record.packed) and coder.decode(encoded) == record
+        assert len(encoded) == 41 + len(record.packed) and coder.decode(encoded) == record
     assert held_events(records[-1]) == held and held_events(records[0]) == []
     assert len(records[-1].packed) < 10_000  # the events are kept compressed
     assert coder.is_deterministic()

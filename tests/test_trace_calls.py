@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 from footprint_audit.transforms.calls import join_call_events
-from footprint_audit.transforms.decode import call_events, call_key
-from footprint_audit.transforms.decode.trace_calls import TRACE_CALLS
+from footprint_audit.transforms.decode import call_key
+from footprint_audit.transforms.decode.trace_calls import TRACE_CALLS, trace_calls
 
 
 def _ev(index: int, kind: str, call_id: str, ms: int, id_from: str, **payload: object) -> tuple[str, Event]:
@@ -15,15 +15,13 @@ def _ev(index: int, kind: str, call_id: str, ms: int, id_from: str, **payload: o
 
 
 def _calls(items: list) -> dict:
-    return {call.tool_call_id: call for c in call_events(TRACE_CALLS, items)
+    return {call.tool_call_id: call for c in trace_calls(items)
             for call in join_call_events("T", c.call_id, c.items, None, c.ordered, c.names)}
 
 
 def test_a_trace_s_events_share_one_key_and_anything_else_keeps_its_call_id():
     assert call_key(_ev(0, TOOL_START, "c1", 1, "span")[1]) == TRACE_CALLS
     assert call_key(Event(0, TOOL_START, {"toolCallId": "c1"}, {"runId": "r"})) == "c1"
-    plain = [("f", Event(0, TOOL_START, {"toolCallId": "c1"}, {}))]
-    assert call_events("c1", plain, True) == [(("c1", plain, True, None))]
 
 
 def test_spans_without_a_call_id_pair_with_the_message_calls_of_their_tool_in_order():

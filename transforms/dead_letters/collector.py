@@ -12,7 +12,7 @@ Emits:   the steps' dead-letter PCollections, once closed.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, TypeVar
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -30,8 +30,12 @@ class UnwiredDeadLetters(ValueError):
     """A step's dead letters were not handed to the pipeline's collector."""
 
 
-def gives_dead_letters(outputs: pvalue.DoOutputsTuple) -> pvalue.DoOutputsTuple:
-    """Note that a step's outputs (a `with_outputs` result with the `DEAD_LETTERS` tag) hold dead letters."""
+Outputs = TypeVar("Outputs", pvalue.DoOutputsTuple, dict)
+
+
+def gives_dead_letters(outputs: Outputs) -> Outputs:
+    """Note that a step's outputs (a `with_outputs` result, or a composite's outputs by tag, with the
+    `DEAD_LETTERS` tag) hold dead letters."""
     letters = outputs[DEAD_LETTERS]
     _GIVEN.setdefault(letters.pipeline, []).append(letters)
     return outputs

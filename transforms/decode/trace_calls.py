@@ -5,11 +5,10 @@ Role:    the trace's own joins. `otlp_json` decodes each span and log record alo
          `tool_start` / `tool_end`, and what a model call's messages say (`MODEL_READ`: a result it
          read; `MODEL_ASKED`: a call it asked for). The keyed join (`transforms.join.keyed`) and the
          stream's join (`transforms.stream.join`) hold a trace's call events under one key
-         (`call_key`) and ask `call_events` for its calls before the pure join
+         (`call_key`) and split it into its calls (`split_trace`) before the pure join
          (`transforms.calls`), which then reads each as a recorded call: a `tool_start` and, where a
-         value or an error was recorded, one `tool_end`. `reassess` joins a call under a provider's
-         id across the traces of its input (`split_trace`, then `joined_across` per id); the stream
-         joins within each trace (`call_events`).
+         value or an error was recorded, one `tool_end`. Both join a call under a provider's id
+         across the traces of their input (`split_trace`, then `joined_across` per id).
 Emits:   nothing; no I/O, no Beam.
 
 What makes one call of a trace's events:
@@ -22,8 +21,8 @@ What makes one call of a trace's events:
 - rule 3: the value read is the first model call's (by time) that holds one: joined to the tool span's
   `tool_end`, or the call's `tool_end` where no span ended
 - rule 4: a call only asked for, or read with no value captured, is a `tool_start` of its own: outcome unknown
-- rule 5: a provider's call id (`call_…`, `toolu_…`) in several traces of the input is one call, read in the
-  trace of its tool span, else in the first trace that mentions it
+- rule 5: a provider's call id (`call_…`, `toolu_…`) in several traces of the input (a folder's files, a
+  Kafka topic) is one call, read in the trace of its tool span, else in the first trace that mentions it
 
 Every event of a call is one of its events (counted used); the rewritten ones keep their place
 (`index`) and file, so a reading's `event_index` and the run's counts are those of the events read.
@@ -36,7 +35,7 @@ from typing import Any, NamedTuple
 
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 
-__all__ = ["TRACE_CALLS", "CallEvents", "call_events", "call_key", "joined_across", "split_trace"]
+__all__ = ["TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace", "trace_calls"]
 
 #: The join key, within a run, of a trace's call events: one group per trace.
 TRACE_CALLS = "otel:trace-calls"
@@ -57,11 +56,6 @@ class CallEvents(NamedTuple):
 def call_key(ev: Event) -> str:
     """The key an event with a call id joins under within its run: a trace's own (`TRACE_CALLS`), else its call id."""
     return TRACE_CALLS if "otel" in ev.meta else ev.payload["toolCallId"]
-
-
-def call_events(key: str, items: list[Item], ordered: bool | None = None) -> list[CallEvents]:
-    """A join key's events → one `CallEvents` per call: a trace's split by the rules above, any other as it is."""
-    return trace_calls(items) if key == TRACE_CALLS else [CallEvents(key, items, ordered)]
 
 
 @dataclass

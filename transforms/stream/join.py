@@ -9,6 +9,12 @@ Role:    the streaming twin of `transforms.join.keyed`: the same pure join
 Emits:   `readings` rows (main; `revision`, `emitted_at` filled), dead-letter rows
          (`DEAD_LETTERS`) and run-count corrections (`COUNT_FIXES`).
 
+A trace's call events are one call of its run (`TRACE_CALLS`) until read: its own calls are read
+there, and its calls under a provider's call id (`split_trace`) go on, each event once, to a second
+join keyed by that id within the source (`SHARED`: a Kafka topic, a replayed file's folder), which
+reads each from every trace that holds it (`joined_across`, rule 5 of docs/traces.md), with the
+same timers and corrections.
+
 Per call (event time throughout):
 - every event is buffered in state; an exact duplicate (same type, payload and
   meta, wherever and whenever it was delivered) is dropped (those that came
@@ -18,8 +24,8 @@ Per call (event time throughout):
   `meta.wallClockMs`, then the call's canonical event order (a `tool_start`
   before its declarations, the declarations before the `tool_end`), then
   their content (`event_order`);
-- a `tool_end` arms the READ timer at its time + the grace period (default
-  30 s), so declarations that arrive a little late still make the door;
+- a `tool_end` (in a trace, also what a model call read or asked for) arms the READ timer at its
+  time + the grace period (default 30 s), so declarations that arrive a little late still make the door;
 - when READ fires the call is read and its readings emitted (revision 0); an
   event that arrives after that re-arms READ and yields a corrected reading
   (revision + 1), never a silent drop;
@@ -44,6 +50,7 @@ held until its cleanup (last event + grace + allowed lateness). FORGET drops the
 
 from __future__ import annotations
 
+import posixpath
 import struct
 import time
 from datetime import datetime, timezone
@@ -55,18 +62,19 @@ from apache_beam import pvalue, typehints
 from apache_beam.coders import Coder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.util import ReshufflePerKey
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import Timestamp
 
 from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import (
-    CHECKIN_DECISION, MIDDLEWARE_DECISION, PERMISSION_CHECK, REASON_LATE, TOOL_END, TOOL_PROGRESS, TOOL_START,
-    TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS, DeadLetter, Event,
+    CHECKIN_DECISION, MIDDLEWARE_DECISION, MODEL_ASKED, MODEL_READ, PERMISSION_CHECK, REASON_LATE, TOOL_END,
+    TOOL_PROGRESS, TOOL_START, TOOLS_ABSENT, TOOLS_COVERAGE, TOOLS_SEMANTICS, DeadLetter, Event,
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.decode import call_events
-from footprint_audit.transforms.join import decode_held, pack_held, unpack_held
+from footprint_audit.transforms.decode import TRACE_CALLS, CallEvents, joined_across, split_trace
+from footprint_audit.transforms.join import decode_held, encode_held, pack_held, unpack_held
 from footprint_audit.transforms.read import READER_VERSION, reading_row
 
 from .events import RUN_FACT
@@ -83,14 +91,24 @@ __all__ = [
 ]
 
 COUNT_FIXES = "count_fixes"
+#: A trace's calls under a provider's call id, `(source scope + NUL + timer_tag(call id), call events)`:
+#: the second join's input.
+SHARED = "shared"
 #: The readings the join gives (its main output).
 READINGS = "readings"
 
 #: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
 #: whose join state it cannot read (`pipelines.flink.state`). 1: a record cell and an events bag
 #: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
-#: and FORGET by their time; 4: the run's cell also holds its facts (under the key None).
-STATE_LAYOUT = 4
+#: and FORGET by their time; 4: the run's cell also holds its facts (under the key None); 5: a call's
+#: record counts the events already read (`sent`), and a second join holds calls across traces.
+STATE_LAYOUT = 5
+
+#: The events that may complete a call: the READ timer waits the grace period after the latest. In the
+#: join across traces, only a tool span's end: a call is read in its tool span's run (a model call's events
+#: before it wait, and a call no tool span ran is read at its cleanup, with every trace that mentions it).
+_COMPLETING = frozenset((TOOL_END, MODEL_READ, MODEL_ASKED))
+_COMPLETING_ACROSS = frozenset((TOOL_END,))
 
 #: The cleanup timer is set to the next multiple of this after last event + grace + lateness,
 #: so the events of one call (seconds apart) set it once, not once each, and the calls of a run
@@ -152,6 +170,7 @@ class _CallState(NamedTuple):
     # for a tombstone, when it ends
     read_ms: int = 0  # when a (corrected) reading is due; 0: none pending
     closed: bool = False  # read and cleared: a tombstone until its FORGET timer ends it
+    sent: int = 0  # how many of the held events the last reading had (a trace's: those passed on to SHARED)
     # encode_held(source, Event) of each event, in arrival order (copies until the first reading),
     # packed and lz4-compressed (`held_events`): a call's events are compressed once when they come,
     # and the run's cell is written with every bundle that touches the run
@@ -168,23 +187,23 @@ def _with_events(events: list[bytes]) -> bytes:
 
 
 class _CallStateCoder(Coder):
-    """`_CallState` as bytes: 33 fixed bytes (struct) for the record, then its packed events.
+    """`_CallState` as bytes: 41 fixed bytes (struct) for the record, then its packed events.
     Cheaper than pickling it once per element and timer."""
 
-    _LAYOUT = struct.Struct("<qqqq?")
+    _LAYOUT = struct.Struct("<qqqq?q")
 
     def encode(self, value: _CallState) -> bytes:
         return b"".join(self._parts(value))
 
     def _parts(self, value: _CallState) -> list[bytes]:
-        return [self._LAYOUT.pack(*value[:5]), value.packed]
+        return [self._LAYOUT.pack(*value[:6]), value.packed]
 
     def decode(self, encoded: bytes) -> _CallState:
         return self._decode(memoryview(encoded), 0, len(encoded))
 
     def _decode(self, view: memoryview, pos: int, end: int) -> _CallState:
-        revision, last_ms, cleanup_ms, read_ms, closed = self._LAYOUT.unpack_from(view, pos)
-        return _CallState(revision, last_ms, cleanup_ms, read_ms, closed, bytes(view[pos + self._LAYOUT.size : end]))
+        revision, last_ms, cleanup_ms, read_ms, closed, sent = self._LAYOUT.unpack_from(view, pos)
+        return _CallState(revision, last_ms, cleanup_ms, read_ms, closed, sent, bytes(view[pos + self._LAYOUT.size : end]))
 
     def is_deterministic(self) -> bool:
         return True
@@ -264,9 +283,9 @@ def ms_of_slot(tag: str) -> int:
     return int(tag)
 
 
-def _moved(run_id: str, source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
-    """A run-count correction: one event counted as used is a duplicate (`not_needed`) or `dead`."""
-    return pvalue.TaggedOutput(COUNT_FIXES, ((run_id, source), moved_counts(ev, to)))
+def _moved(source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
+    """A run-count correction: one event counted as used (in its own run) is a duplicate (`not_needed`) or `dead`."""
+    return pvalue.TaggedOutput(COUNT_FIXES, ((ev.run_id, source), moved_counts(ev, to)))
 
 
 class _StatefulJoinFn(beam.DoFn):
@@ -286,8 +305,13 @@ class _StatefulJoinFn(beam.DoFn):
         lateness_ms: int,
         reader_version: str,
         clock: Callable[[], float] = time.time,
+        across: bool = False,
     ) -> None:
         self.declarations = declarations
+        # the second join: its keys are provider call ids, its events a trace join's, which counted
+        # their copies: one passed on twice is dropped here and not counted again
+        self.across = across
+        self.completing = _COMPLETING_ACROSS if across else _COMPLETING
         self.grace_ms = grace_ms
         self.lateness_ms = lateness_ms
         self.horizon_ms = grace_ms + 2 * lateness_ms  # how long a call and then its tombstone live
@@ -368,8 +392,8 @@ class _StatefulJoinFn(beam.DoFn):
                 # time that any call it belonged to was closed and forgotten: past the allowed lateness
                 self.late.inc()
                 source, ev = decode_held(encoded)
-                yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev, run_id))
-                yield _moved(run_id, source, ev, DEAD)
+                yield pvalue.TaggedOutput(DEAD_LETTERS, _late(source, ev))
+                yield _moved(source, ev, DEAD)
                 continue
             if held.revision >= 0:
                 # Already read: a duplicate changes nothing; anything else is due as a correction
@@ -379,12 +403,13 @@ class _StatefulJoinFn(beam.DoFn):
                 if known is None:
                     known = {content_key(decode_held(b)[1]) for b in held_events(held)}
                 if key in known:
-                    self.duplicates.inc()
-                    yield _moved(run_id, source, ev, NOT_NEEDED)
+                    if not self.across:
+                        self.duplicates.inc()
+                        yield _moved(source, ev, NOT_NEEDED)
                     continue
                 known.add(key)
-                read_ms = ts_ms + self.grace_ms if event_type == TOOL_END else ts_ms
-            elif event_type == TOOL_END:
+                read_ms = ts_ms + self.grace_ms if event_type in _COMPLETING else ts_ms
+            elif event_type in self.completing:
                 read_ms = max(read_ms, ts_ms + self.grace_ms)
             # Before the first reading duplicates are kept and dropped when it is made (one pass).
             added.append(encoded)
@@ -396,7 +421,7 @@ class _StatefulJoinFn(beam.DoFn):
                 cleanup_ms = -(-due // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
         if not added:
             return None
-        return _CallState(held.revision, last, cleanup_ms, read_ms, False, _with_events(held_events(held) + added))
+        return held._replace(last_ms=last, cleanup_ms=cleanup_ms, read_ms=read_ms, packed=_with_events(held_events(held) + added))
 
     @on_timer(READ)
     def on_read(
@@ -410,9 +435,10 @@ class _StatefulJoinFn(beam.DoFn):
         held = cell.get(call_id)
         if held is None or held.closed or not held.read_ms:
             return
-        rows, kept = yield from self._read(key, call_id, held, cell.get(None))
+        made, kept = yield from self._read(key, call_id, held, cell.get(None))
         packed = held.packed if kept is None else _with_events(kept)
-        cell[call_id] = held._replace(revision=held.revision + (1 if rows else 0), read_ms=0, packed=packed)
+        sent = len(held_events(held) if kept is None else kept)
+        cell[call_id] = held._replace(revision=held.revision + made, read_ms=0, packed=packed, sent=sent)
         state.write(cell)
 
     @on_timer(CLEANUP)
@@ -437,13 +463,13 @@ class _StatefulJoinFn(beam.DoFn):
                 # with what is known (outcome unknown); events that make no call at all (no
                 # tool_start or tool_end ever came for them: the call was closed earlier, or never
                 # began) are dead letters, never dropped.
-                rows, kept = yield from self._read(key, call_id, held, cell.get(None))
-                if not rows and held.revision < 0:
+                made, kept = yield from self._read(key, call_id, held, cell.get(None))
+                if not made and held.revision < 0:
                     # no tool_start or tool_end ever came: the events make no call, and count as not
                     # needed, as `reassess` counts them
                     for encoded in held_events(held) if kept is None else kept:
                         source, ev = decode_held(encoded)
-                        yield _moved(key, source, ev, NOT_NEEDED)
+                        yield _moved(source, ev, NOT_NEEDED)
             # the events are released; the record stays as a tombstone for one more allowed lateness
             cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
         state.write(cell)
@@ -471,7 +497,8 @@ class _StatefulJoinFn(beam.DoFn):
 
     def _read(self, run_id: str, call_id: str, held: _CallState, facts: bytes | None) -> Any:
         """Yield the call's readings rows from its events and the run's facts, revision
-        `held.revision + 1`, and return them with the events to keep (the first reading drops the
+        `held.revision + 1` (and a trace's calls under a provider's id, to `SHARED`), and return
+        whether it read or passed on any call, and the events to keep (the first reading drops the
         copies that came before it; None: all of them)."""
         buffered = held_events(held)
         positioned, originals, dropped = order_call_events(buffered)
@@ -486,12 +513,21 @@ class _StatefulJoinFn(beam.DoFn):
                 if k in wanted:
                     wanted.discard(k)
                     keep.append(encoded)
-                else:
-                    yield _moved(run_id, source, ev, NOT_NEEDED)
+                elif not self.across:
+                    yield _moved(source, ev, NOT_NEEDED)
             kept = keep
+        passed: list[pvalue.TaggedOutput] = []
+        if self.across:
+            run_id, joined = joined_across(call_id, positioned)
+            groups = [joined]
+        elif call_id == TRACE_CALLS:
+            groups, _taken, shared = split_trace(positioned)
+            passed = list(_passed_on(shared, originals, _passed_before(buffered[:held.sent])))
+            yield from passed
+        else:
+            groups = [CallEvents(call_id, positioned, True)]
         run_facts = _facts_of(orjson.loads(facts) if facts else [])
-        calls = [call for c in call_events(call_id, positioned, True)
-                 for call in join_call_events(run_id, c.call_id, c.items, run_facts, c.ordered, c.names)]
+        calls = [call for c in groups for call in join_call_events(run_id, c.call_id, c.items, run_facts, c.ordered, c.names)]
         rev = held.revision + 1
         if rev and calls:
             self.corrections.inc(len(calls))
@@ -510,7 +546,7 @@ class _StatefulJoinFn(beam.DoFn):
             row["emitted_at"] = emitted
             rows.append(row)
             yield row
-        return rows, kept
+        return bool(rows or passed), kept
 
 
 _FRESH = _CallState()
@@ -527,18 +563,43 @@ def _facts_of(held: list) -> RunFacts:
     return run_facts_from(events)
 
 
-def _late(source: str, ev: Event, run_id: str) -> dict:
+def _passed_before(read: list[bytes]) -> set[bytes]:
+    """The content keys of the events a trace's last reading passed on (its events then: `read`)."""
+    if not read:
+        return set()
+    positioned, originals, _dropped = order_call_events(read)
+    return {content_key(originals[ev.index][1]) for _id, items in split_trace(positioned)[2] for _s, ev in items}
+
+
+def _passed_on(shared: list[tuple[str, list[tuple[str, Event]]]], originals: list[tuple[str, Event]],
+               before: set[bytes]) -> Iterable[pvalue.TaggedOutput]:
+    """A trace's calls under a provider's id → `SHARED`, keyed by the id within the source of the call's
+    first event: the events not passed on before (`before`: their content keys), each at its own place."""
+    for call_id, items in shared:
+        held = []
+        for _s, ev in items:
+            source, original = originals[ev.index]
+            if content_key(original) not in before:
+                moved = Event(original.index, ev.type, ev.payload, ev.meta)  # under the call's id (rule 2)
+                held.append((call_id, ev.type, encode_held(source, moved), 0, ev.meta["wallClockMs"]))
+        if held:
+            scope = posixpath.dirname(originals[items[0][1].index][0])
+            yield pvalue.TaggedOutput(SHARED, (f"{scope}\0{timer_tag(call_id)}", tuple(held)))
+
+
+def _late(source: str, ev: Event) -> dict:
     raw = orjson.dumps({"type": ev.type, "payload": ev.payload, "meta": ev.meta}, default=str)
     detail = (
-        f"This {ev.type} event of call ({run_id}, {ev.payload.get('toolCallId')}) came past the allowed "
+        f"This {ev.type} event of call ({ev.run_id}, {ev.payload.get('toolCallId')}) came past the allowed "
         "lateness: its call was already read and closed, or no tool_start/tool_end for it ever arrived."
     )
-    return DeadLetter(source, ev.index, run_id, REASON_LATE, detail, raw).row()
+    return DeadLetter(source, ev.index, ev.run_id, REASON_LATE, detail, raw).row()
 
 
 class StatefulCallJoin(beam.PTransform):
     """A run's call events, several at once, `(run_id, ((call_id, type, encode_held(source, Event),
-    behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table).
+    behind_ms, event_ms), ...))` → readings rows (+ `DEAD_LETTERS`, + `COUNT_FIXES` for the runs table):
+    a join per run, then one across traces for the calls under a provider's call id (`SHARED`).
 
     Args:
         declarations: each tool's `rowsAt`, and the trace value limit.
@@ -557,20 +618,25 @@ class StatefulCallJoin(beam.PTransform):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        self.fn = _StatefulJoinFn(
-            declarations,
-            int(grace_seconds * 1000),
-            int(allowed_lateness_seconds * 1000),
-            reader_version,
-            clock,
-        )
+        settings = (declarations, int(grace_seconds * 1000), int(allowed_lateness_seconds * 1000), reader_version, clock)
+        self.fn = _StatefulJoinFn(*settings)
+        self.across_fn = _StatefulJoinFn(*settings, across=True)
 
     def display_data(self) -> dict:
         return {"grace_ms": self.fn.grace_ms, "allowed_lateness_ms": self.fn.lateness_ms,
                 "reader_version": self.fn.reader_version}
 
-    def expand(self, keyed: beam.PCollection) -> pvalue.DoOutputsTuple:
+    def expand(self, keyed: beam.PCollection) -> dict[str, beam.PCollection]:
         # The key's coder must be deterministic (state is looked up by its bytes): say what the key is.
-        keyed.element_type = typehints.KV[str, typehints.Tuple[typehints.Tuple[str, str, bytes, int, int], ...]]
-        return gives_dead_letters(
-            keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, main=READINGS))
+        kind = typehints.KV[str, typehints.Tuple[typehints.Tuple[str, str, bytes, int, int], ...]]
+        keyed.element_type = kind
+        per_run = keyed | "JoinPerCall" >> beam.ParDo(self.fn).with_outputs(DEAD_LETTERS, COUNT_FIXES, SHARED, main=READINGS)
+        per_run[SHARED].element_type = kind
+        # (apart from the first join's stage: Beam's local runner loses timers of two stateful steps fused in one)
+        shared = per_run[SHARED] | "ToJoinAcross" >> ReshufflePerKey().with_output_types(kind)
+        across = shared | "JoinAcrossTraces" >> beam.ParDo(self.across_fn).with_outputs(
+            DEAD_LETTERS, COUNT_FIXES, main=READINGS)
+        return gives_dead_letters({
+            tag: (per_run[tag], across[tag]) | f"All{tag.title().replace('_', '')}" >> beam.Flatten()
+            for tag in (READINGS, DEAD_LETTERS, COUNT_FIXES)
+        })
