@@ -163,14 +163,12 @@ def test_a_call_in_many_traces_is_read_in_its_tool_span_s_trace_and_each_trace_c
 
 def test_the_stream_reads_every_setup_as_reassess_does(jobs, tmp_path):
     """`stream --source file://…` over every setup's files in one job (each setup a folder, as a topic would be):
-    every call's latest reading is `reassess`'s, the calls joined across traces (openai-v2-latest) too. Where a model
-    call's asking and its next call's history carry the same time (the 1.36 events), the stream breaks the tie by
-    content and `reassess` by file order: `call_id_from` may name the other of the two, so it is left out."""
+    every call's latest reading is `reassess`'s, the calls joined across traces (openai-v2-latest) too."""
     from footprint_audit.pipelines.stream import command as stream
 
     out = tmp_path / "stream"
     assert stream.run(["--source", f"file://{TRACES}/*/*.jsonl", "--output", str(out)]) == 0
-    left_out = {"source_file", "event_index", "emitted_at", "revision", "bounded", "call_id_from"}
+    left_out = {"source_file", "event_index", "emitted_at", "revision", "bounded"}
 
     def by_call(rows: list[dict]) -> dict:
         return {(r["run_id"], r["tool_call_id"], r["occurrence"]): {k: v for k, v in r.items() if k not in left_out}

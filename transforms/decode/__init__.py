@@ -8,10 +8,11 @@ from .input_files import COUNTS, DOCUMENTS, EVENTS, ReadInputFiles
 from .messages import ITEM_STRIDE, items_from_message
 from .registry import FORMATS
 from .sources import open_source, read_source
-from .trace_calls import TRACE_CALLS, CallEvents, call_key, joined_across, split_trace
+from .trace_calls import TRACE_CALLS, CallEvents, call_key, joined_across, split_trace, trace_order
 
 __all__ = [
-    "COUNTS", "CallGroup", "DOCUMENTS", "ReadingRows", "TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace",
+    "COUNTS", "CallGroup", "DOCUMENTS", "ReadingRows", "TRACE_CALLS", "CallEvents", "call_key", "joined_across",
+    "split_trace", "trace_order",
     "DEFAULT_MAX_EVENT_BYTES", "event_read_again", "EVENTS", "ITEM_STRIDE", "ReadInputFiles",
     "FORMATS", "InputFormat", "Opened", "items_from_message", "open_source",
     "read_source",

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 
-__all__ = ["TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace", "trace_calls"]
+__all__ = ["TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace", "trace_calls", "trace_order"]
 
 #: The join key, within a run, of a trace's call events: one group per trace.
 TRACE_CALLS = "otel:trace-calls"
@@ -80,11 +80,11 @@ class _Call:
 
     def asked_at(self) -> tuple:
         asked = [ev for _f, ev in self.said if ev.type == MODEL_ASKED] or [ev for _f, ev in self.said]
-        return _when(("", asked[0]))
+        return trace_order(("", asked[0]))
 
 
-def _when(item: Item) -> tuple:
-    """An event's place in time: its `wallClockMs` (none: last), then its file and index."""
+def trace_order(item: Item) -> tuple:
+    """An event's place in a trace: its `wallClockMs` (none: last), then its file and index."""
     ms = item[1].meta.get("wallClockMs")
     return (0, ms) if type(ms) is int else (1, 0), item[0], item[1].index
 
@@ -92,7 +92,7 @@ def _when(item: Item) -> tuple:
 def _split(items: list[Item]) -> dict[str, _Call]:
     """A trace's call events (any order) → its calls' events by call id (rules 1 and 2)."""
     calls: dict[str, _Call] = {}
-    for item in sorted(items, key=_when):
+    for item in sorted(items, key=trace_order):
         ev = item[1]
         call = calls.setdefault(ev.payload["toolCallId"], _Call())
         if ev.type == TOOL_START and call.start is None:
@@ -132,7 +132,7 @@ def joined_across(call_id: str, items: list[Item]) -> tuple[str, CallEvents]:
     """Rule 5: one provider call id's events, from every trace of the input that holds it → the run
     the call is read in (the trace of its tool span, else the first trace to mention it) and its events."""
     call = _split(items)[call_id]
-    first = call.spanned or min(items, key=_when)
+    first = call.spanned or min(items, key=trace_order)
     return first[1].meta["runId"], _events(call_id, call)
 
 
@@ -151,7 +151,7 @@ def _pair_unkeyed(calls: dict[str, _Call]) -> None:
         if spanned is None:
             said.setdefault(name, []).append((call.asked_at(), call_id))
         elif name is not None and _id_from(call) == "span":
-            spans.setdefault(name, []).append((_when(spanned), call_id))
+            spans.setdefault(name, []).append((trace_order(spanned), call_id))
     left: list[tuple[tuple, str]] = []
     for name, span_ids in spans.items():
         span_ids.sort()

@@ -73,7 +73,7 @@ from footprint_audit.schemas.events import (
 )
 from footprint_audit.transforms.calls import DEAD, NOT_NEEDED, RunFacts, join_call_events, moved_counts, run_facts_from
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS, gives_dead_letters
-from footprint_audit.transforms.decode import TRACE_CALLS, CallEvents, joined_across, split_trace
+from footprint_audit.transforms.decode import TRACE_CALLS, CallEvents, joined_across, split_trace, trace_order
 from footprint_audit.transforms.join import decode_held, encode_held, pack_held, unpack_held
 from footprint_audit.transforms.read import READER_VERSION, reading_row
 
@@ -517,6 +517,8 @@ class _StatefulJoinFn(beam.DoFn):
                     yield _moved(source, ev, NOT_NEEDED)
             kept = keep
         passed: list[pvalue.TaggedOutput] = []
+        if self.across or call_id == TRACE_CALLS:
+            positioned, originals = _in_trace_order(originals)
         if self.across:
             run_id, joined = joined_across(call_id, positioned)
             groups = [joined]
@@ -567,8 +569,15 @@ def _passed_before(read: list[bytes]) -> set[bytes]:
     """The content keys of the events a trace's last reading passed on (its events then: `read`)."""
     if not read:
         return set()
-    positioned, originals, _dropped = order_call_events(read)
+    positioned, originals = _in_trace_order(order_call_events(read)[1])
     return {content_key(originals[ev.index][1]) for _id, items in split_trace(positioned)[2] for _s, ev in items}
+
+
+def _in_trace_order(originals: list[tuple[str, Event]]) -> tuple[list[tuple[str, Event]], list[tuple[str, Event]]]:
+    """A trace's unique events as `reassess` has them (in time, then where each was read: `trace_order`),
+    re-indexed by that order, and the originals at the same positions."""
+    originals = sorted(originals, key=trace_order)
+    return [("stream", Event(i, ev.type, ev.payload, ev.meta)) for i, (_s, ev) in enumerate(originals)], originals
 
 
 def _passed_on(shared: list[tuple[str, list[tuple[str, Event]]]], originals: list[tuple[str, Event]],
