@@ -145,8 +145,8 @@ def _cpu_stat() -> tuple[int, int]:
     return sum(fields[:8]), fields[7]
 
 
-def _tree_cpu(pid: int, seen: dict[int, float]) -> None:
-    """Note each process's CPU seconds (user + system) in the tree under `pid` (kept per pid: the
+def _tree_cpu(pid: int, seen: dict[int, tuple[str, float]]) -> None:
+    """Note each process's name and CPU seconds (user + system) in the tree under `pid` (kept per pid: the
     JVM is gone before the launcher exits)."""
     import psutil
 
@@ -157,7 +157,7 @@ def _tree_cpu(pid: int, seen: dict[int, float]) -> None:
     for proc in procs:
         try:
             t = proc.cpu_times()
-            seen[proc.pid] = t.user + t.system + t.children_user + t.children_system
+            seen[proc.pid] = proc.name(), t.user + t.system + t.children_user + t.children_system
         except psutil.Error:
             pass
 
@@ -192,7 +192,7 @@ def throughput(work: Path, bootstrap: str, records: list, declarations: Path, ru
     proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)),
                    "--consumer-group", f"bench-{run}")
     first = None
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     while proc.poll() is None:
         if first is None and _files(out, "runs"):
             first = time.monotonic()
@@ -207,7 +207,8 @@ def throughput(work: Path, bootstrap: str, records: list, declarations: Path, ru
     return {"events": len(records), "accounted": _accounted(out), "wall_s": wall, "load_start": load_start,
             "load_max": load_max, "events_per_s_wall": len(records) / wall,
             "events_per_s_after_start": len(records) / max(after_first, 1e-9),
-            "cpu_s": sum(cpu.values()), "steal": (cpu1[1] - cpu0[1]) / max(cpu1[0] - cpu0[0], 1)}  # fmt: skip
+            "cpu_s": sum(c for _n, c in cpu.values()), "jvm_cpu_s": sum(c for n, c in cpu.values() if n == "java"),
+            "steal": (cpu1[1] - cpu0[1]) / max(cpu1[0] - cpu0[0], 1)}  # fmt: skip
 
 
 def _live_producer(bootstrap: str, topic: str, seconds: float, calls_per_s: float, stop: threading.Event) -> int:
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
                           f"{t['events_per_s_after_start']:,.0f} after the first file = {rates[-1][1]:.2f}x the parse floor "
                           f"of {floor:,.0f}/s measured just before); {t['cpu_s']:.0f} CPU s in the job's processes "
+                          f"({t['jvm_cpu_s']:.0f} in the JVM, {t['cpu_s'] - t['jvm_cpu_s']:.0f} in Python) "
                           f"({t['events'] / max(t['cpu_s'], 1e-9):,.0f} events per CPU s); "
                           f"load {t['load_start']:.1f} at the start, {t['load_max']:.1f} at most; "
                           f"CPU stolen by the host {t['steal']:.0%}", flush=True)  # fmt: skip

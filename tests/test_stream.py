@@ -340,6 +340,17 @@ def test_rows_of_any_age_are_written_into_their_window_folder_and_no_file_is_ove
     assert not list(folder.glob(".tmp-*"))
 
 
+def test_a_folder_s_firing_of_no_rows_writes_no_file(tmp_path):
+    """Flink fires a folder's on-time pane at the end of a bounded read with no rows in it: no file, no failure."""
+    from apache_beam.utils.windowed_value import PaneInfo, PaneInfoTiming
+
+    from footprint_audit.transforms.stream.write import _WriteFiringFn
+
+    fn = _WriteFiringFn("dead_letters", str(tmp_path), 60)
+    assert list(fn.process((T0 - T0 % 60, []), PaneInfo(False, True, PaneInfoTiming.ON_TIME, 3, 0))) == []
+    assert not (tmp_path / "dead_letters").exists()
+
+
 def test_stream_replay_of_the_examples_matches_reassess_for_event_calls(tmp_path, monkeypatch, capsys):
     """`stream --source file://…` gives reassess's readings for calls read from events.
 

@@ -101,7 +101,8 @@ READINGS = "readings"
 #: whose join state it cannot read (`pipelines.flink.state`). 1: a record cell and an events bag
 #: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
 #: and FORGET by their time; 4: the run's cell also holds its facts (under the key None); 5: a call's
-#: record counts the events already read (`sent`), and a second join holds calls across traces.
+#: record counts the events already read (`sent`), a second join holds calls across traces, and the
+#: writers group by folder (`transforms.stream.write`).
 STATE_LAYOUT = 5
 
 #: The events that may complete a call: the READ timer waits the grace period after the latest. In the

@@ -1,7 +1,7 @@
 """Beam (streaming): rows → Parquet files every few seconds, under names no other write can take.
 
 Pattern: composite `PTransform`: the global window with a processing-time
-         trigger, one group per firing, one file per event-time window folder; a
+         trigger, one group per event-time window folder and firing, one file each; a
          bundle's rows of one folder cross the group as one element.
 Role:    the streaming writer of `readings`, `dead_letters` and `runs`.
          Nothing is ever dropped for lateness: the global window never
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -58,8 +57,8 @@ BATCH_ROWS = 2000
 
 
 class _FolderFn(beam.DoFn):
-    """Rows → (0, (their event-time window's start, the rows as an Arrow IPC stream)): one group
-    per firing.
+    """Rows → (their event-time window's start, the rows as an Arrow IPC stream): one group per folder
+    and firing.
 
     A bundle's rows of one folder go on together, as one element stamped with the earliest of
     their times, already in the table's columns: the runner's group then stores and fires a
@@ -77,7 +76,7 @@ class _FolderFn(beam.DoFn):
     def _batches(self) -> Iterable[WindowedValue]:
         rows, self._rows, self._held = self._rows, {}, 0
         for (win, start), (batch, earliest) in rows.items():
-            yield WindowedValue((0, (start, rows_to_ipc(self.table, batch))), earliest, (win,))
+            yield WindowedValue((start, rows_to_ipc(self.table, batch)), earliest, (win,))
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         return self._batches()
@@ -106,18 +105,18 @@ class _WriteFiringFn(beam.DoFn):
         self.directory = directory
         self.window_seconds = window_seconds
 
-    def process(self, item: tuple[int, Iterable[tuple[float, bytes]]], pane: Any = beam.DoFn.PaneInfoParam) -> Iterable[str]:
-        by_folder: dict[float, list[pa.Table]] = defaultdict(list)
-        for start, batch in item[1]:
-            by_folder[start].append(ipc_to_table(batch))
+    def process(self, item: tuple[float, Iterable[bytes]], pane: Any = beam.DoFn.PaneInfoParam) -> Iterable[str]:
+        start, batches = item
+        tables = [ipc_to_table(b) for b in batches]
+        if not tables:  # a firing of no rows (the window's on-time pane, on some runners)
+            return
         token = uuid.uuid4().hex[:12]
-        for start in sorted(by_folder):
-            folder = FileSystems.join(self.directory, self.table, window_folder(start, self.window_seconds))
-            path = FileSystems.join(folder, pane_file(pane.index, token))
-            temp = FileSystems.join(folder, f".tmp-{token}.parquet")
-            write_arrow_file(temp, sort_arrow(self.table, pa.concat_tables(by_folder[start])))
-            FileSystems.rename([temp], [path])
-            yield path
+        folder = FileSystems.join(self.directory, self.table, window_folder(start, self.window_seconds))
+        path = FileSystems.join(folder, pane_file(pane.index, token))
+        temp = FileSystems.join(folder, f".tmp-{token}.parquet")
+        write_arrow_file(temp, sort_arrow(self.table, pa.concat_tables(tables)))
+        FileSystems.rename([temp], [path])
+        yield path
 
 
 def every_few_seconds(flush_seconds: int) -> beam.WindowInto:
@@ -162,7 +161,7 @@ class WriteStreamTable(beam.PTransform):
             rows
             | "Folder" >> beam.ParDo(_FolderFn(self.table, self.window_seconds))
             | "EveryFewSeconds" >> every_few_seconds(self.flush_seconds)
-            | "GroupFiring" >> beam.GroupByKey()
+            | "GroupFolderFiring" >> beam.GroupByKey()
             | "WriteFiring" >> beam.ParDo(_WriteFiringFn(self.table, self.directory, self.window_seconds))
         )
 
