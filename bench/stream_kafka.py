@@ -46,7 +46,7 @@ import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import orjson
 import pyarrow.parquet as pq
@@ -145,9 +145,10 @@ def _cpu_stat() -> tuple[int, int]:
     return sum(fields[:8]), fields[7]
 
 
-def _tree_cpu(pid: int, seen: dict[int, tuple[str, float]]) -> None:
-    """Note each process's name and CPU seconds (user + system) in the tree under `pid` (kept per pid: the
-    JVM is gone before the launcher exits)."""
+def _tree_cpu(pid: int, seen: dict[Any, tuple[str, float]]) -> None:
+    """Note each process's name and CPU seconds (user + system) in the tree under `pid`, and each JVM
+    thread's (`(pid, tid)`: named `jit` for the JIT compilers, `gc` for the collectors), kept per pid
+    and thread: the JVM is gone before the launcher exits."""
     import psutil
 
     try:
@@ -158,7 +159,12 @@ def _tree_cpu(pid: int, seen: dict[int, tuple[str, float]]) -> None:
         try:
             t = proc.cpu_times()
             seen[proc.pid] = proc.name(), t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
+            if proc.name() == "java":
+                for thread in proc.threads():
+                    name = Path(f"/proc/{proc.pid}/task/{thread.id}/comm").read_text()
+                    kind = "jit" if "Compiler" in name else "gc" if name.startswith(("GC ", "G1 ")) else "thread"
+                    seen[(proc.pid, thread.id)] = kind, thread.user_time + thread.system_time
+        except (psutil.Error, OSError):
             pass
 
 
@@ -192,7 +198,7 @@ def throughput(work: Path, bootstrap: str, records: list, declarations: Path, ru
     proc = _stream(f"kafka://{bootstrap}/history", out, declarations, log, "--max-records", str(len(records)),
                    "--consumer-group", f"bench-{run}")
     first = None
-    cpu: dict[int, tuple[str, float]] = {}
+    cpu: dict[Any, tuple[str, float]] = {}
     while proc.poll() is None:
         if first is None and _files(out, "runs"):
             first = time.monotonic()
@@ -207,7 +213,9 @@ def throughput(work: Path, bootstrap: str, records: list, declarations: Path, ru
     return {"events": len(records), "accounted": _accounted(out), "wall_s": wall, "load_start": load_start,
             "load_max": load_max, "events_per_s_wall": len(records) / wall,
             "events_per_s_after_start": len(records) / max(after_first, 1e-9),
-            "cpu_s": sum(c for _n, c in cpu.values()), "jvm_cpu_s": sum(c for n, c in cpu.values() if n == "java"),
+            "cpu_s": sum(c for k, (_n, c) in cpu.items() if type(k) is int),
+            "jvm_cpu_s": sum(c for n, c in cpu.values() if n == "java"),
+            "jit_cpu_s": sum(c for n, c in cpu.values() if n == "jit"), "gc_cpu_s": sum(c for n, c in cpu.values() if n == "gc"),
             "steal": (cpu1[1] - cpu0[1]) / max(cpu1[0] - cpu0[0], 1)}  # fmt: skip
 
 
@@ -319,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                           f"({t['events_per_s_wall']:,.0f} events/s with Flink's start; "
                           f"{t['events_per_s_after_start']:,.0f} after the first file = {rates[-1][1]:.2f}x the parse floor "
                           f"of {floor:,.0f}/s measured just before); {t['cpu_s']:.0f} CPU s in the job's processes "
-                          f"({t['jvm_cpu_s']:.0f} in the JVM, {t['cpu_s'] - t['jvm_cpu_s']:.0f} in Python) "
+                          f"({t['jvm_cpu_s']:.0f} in the JVM, {t['jit_cpu_s']:.0f} of it compiling, "
+                          f"{t['gc_cpu_s']:.0f} collecting; "
+                          f"{t['cpu_s'] - t['jvm_cpu_s']:.0f} in Python) "
                           f"({t['events'] / max(t['cpu_s'], 1e-9):,.0f} events per CPU s); "
                           f"load {t['load_start']:.1f} at the start, {t['load_max']:.1f} at most; "
                           f"CPU stolen by the host {t['steal']:.0%}", flush=True)  # fmt: skip

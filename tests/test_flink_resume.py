@@ -148,8 +148,9 @@ class FakeServer:
     endpoint = "localhost:1"
     started: list[dict] = []
 
-    def __init__(self, jar, master, log, conf_dir=None, heap_mb=None):
-        FakeServer.started.append(dict(jar=jar, master=master, log=log, conf_dir=conf_dir, heap_mb=heap_mb, stopped=False))
+    def __init__(self, jar, master, log, conf_dir=None, heap_mb=None, c1_only=False):
+        FakeServer.started.append(dict(jar=jar, master=master, log=log, conf_dir=conf_dir, heap_mb=heap_mb, c1_only=c1_only,
+                                       stopped=False))
 
     def start(self):
         return self
@@ -180,7 +181,7 @@ def test_the_embedded_cluster_gets_the_restore_point_through_its_configuration(t
     # the job server is the JobRunner's to start, with the session's log, configuration and heap, and to stop
     with JobRunner(session.beam_args, job_server=own) as runs:
         assert fake_server == [dict(jar="/nowhere.jar", master="[local]", log=tmp_path.resolve() / "_state" / "job-server.log",
-                                    conf_dir=own.conf_dir, heap_mb=1500, stopped=False)]
+                                    conf_dir=own.conf_dir, heap_mb=1500, c1_only=False, stopped=False)]
         assert "--job_endpoint=localhost:1" in runs.beam_args
         assert not any(a.startswith("--flink_job_server_jar") for a in runs.beam_args)
     assert fake_server[0]["stopped"]
@@ -227,6 +228,17 @@ def test_the_job_server_heap_is_capped_by_default_and_settable(tmp_path):
     assert f"-Xmx{default_heap_mb()}m" in sized and "-XX:+ExitOnOutOfMemoryError" in sized
     assert 1024 <= default_heap_mb() <= 8192
     assert "-Xmx1500m" in JobServer("/x.jar", "[local]", tmp_path / "log", heap_mb=1500).command()
+    assert "-XX:TieredStopAtLevel=1" not in sized
+    assert "-XX:TieredStopAtLevel=1" in JobServer("/x.jar", "[local]", tmp_path / "log", c1_only=True).command()
+
+
+def test_a_bounded_stream_s_job_server_compiles_with_c1_only(tmp_path, fake_server):
+    """A bounded read ends before C2's compiling pays back (bench/README.md, "Where the stream's time goes")."""
+    args = ["--runner=FlinkRunner", "--flink_master=[local]", "--flink_job_server_jar=/nowhere.jar"]
+    for max_records, c1_only in ((0, False), (10, True)):
+        with _session(tmp_path, args, max_records=max_records) as session, \
+                JobRunner(session.beam_args, job_server=session.job_server):
+            assert fake_server[-1]["c1_only"] is c1_only
 
 
 class _Job:

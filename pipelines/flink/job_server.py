@@ -46,11 +46,13 @@ class FlinkStartError(RuntimeError):
 @dataclass(frozen=True)
 class OwnJobServer:
     """A job server the launcher starts itself (`stream`): where it logs, the Flink configuration the
-    embedded cluster starts with (a restore point), and its heap (None: `default_heap_mb`)."""
+    embedded cluster starts with (a restore point), its heap (None: `default_heap_mb`), and whether the
+    job is bounded (its JVM then compiles with C1 only: bench/README.md, "Where the stream's time goes")."""
 
     log: Path
     conf_dir: Path | None = None
     heap_mb: int | None = None
+    bounded: bool = False
 
 
 def _die_with_parent() -> None:  # runs in the child, between fork and exec
@@ -75,7 +77,7 @@ class JobServer:
 
     def __init__(
         self, jar: str, flink_master: str, log_path: Path, startup_seconds: float = 180.0, conf_dir: Path | None = None,
-        heap_mb: int | None = None,
+        heap_mb: int | None = None, c1_only: bool = False,
     ) -> None:
         self.jar = jar
         self.flink_master = flink_master
@@ -83,6 +85,7 @@ class JobServer:
         self.log_path = log_path
         self.startup_seconds = startup_seconds
         self.heap_mb = heap_mb or default_heap_mb()
+        self.c1_only = c1_only  # no C2 compiling: a short job never earns its cost back
         self.port = 0
         self.proc: subprocess.Popen | None = None
 
@@ -93,7 +96,8 @@ class JobServer:
     def command(self) -> list[str]:
         """The job server's command line (on `self.port`)."""
         cmd = [
-            "java", f"-Xmx{self.heap_mb}m", "-XX:+ExitOnOutOfMemoryError", "-jar", self.jar,
+            "java", f"-Xmx{self.heap_mb}m", "-XX:+ExitOnOutOfMemoryError", *(["-XX:TieredStopAtLevel=1"] * self.c1_only),
+            "-jar", self.jar,
             "--flink-master", self.flink_master,
             "--job-host", "localhost",
             "--job-port", str(self.port),
@@ -164,7 +168,7 @@ def with_job_server(beam_args: list[str], own: OwnJobServer | None) -> tuple[lis
     master = flag_value(beam_args, "flink_master") or "[local]"
     try:
         server = JobServer(jar, "[local]" if master == "[auto]" else master, own.log, conf_dir=own.conf_dir,
-                           heap_mb=own.heap_mb).start()
+                           heap_mb=own.heap_mb, c1_only=own.bounded).start()
     except JobServerError as exc:
         raise FlinkStartError(str(exc)) from exc
     kept = [a for a in beam_args if not a.startswith("--flink_job_server_jar")]

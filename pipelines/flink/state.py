@@ -241,7 +241,8 @@ class FlinkSession:
         self.restored = restore
         if not flag_given(self.beam_args, "job_endpoint"):
             conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None
-            self.job_server = OwnJobServer(state / "job-server.log", conf, self.settings.job_server_heap_mb)
+            self.job_server = OwnJobServer(state / "job-server.log", conf, self.settings.job_server_heap_mb,
+                                           self.settings.bounded)
         return self
 
     def __exit__(self, *exc: object) -> None:
