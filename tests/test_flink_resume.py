@@ -72,6 +72,13 @@ def test_bundles_close_after_200_ms_unless_the_user_says_otherwise(tmp_path):
         assert bundle == ["--max_bundle_time_mills=1000"]
 
 
+def test_a_checkpoint_holds_no_bundle_s_pending_output(tmp_path):
+    """Beam's Flink runner files a stage's pending output under output numbers that differ from one submission
+    to the next: a restore sent the run counts' pending output to the readings' writer. Bundles finish first."""
+    with _session(tmp_path, list(REMOTE)) as session:
+        assert "--finish_bundle_before_checkpointing=true" in session.beam_args
+
+
 def test_a_checkpoint_of_another_source_is_refused_in_one_sentence(tmp_path):
     with _session(tmp_path, list(REMOTE)):
         pass  # notes this job's source and settings

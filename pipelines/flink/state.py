@@ -62,6 +62,7 @@ class FlinkDurabilityOptions(PipelineOptions):
         parser.add_argument("--retain_externalized_checkpoints_on_cancellation", type=_bool, default=None)
         parser.add_argument("--externalized_checkpoints_enabled", type=_bool, default=None)
         parser.add_argument("--fail_on_checkpointing_errors", type=_bool, default=None)
+        parser.add_argument("--finish_bundle_before_checkpointing", type=_bool, default=None)
         parser.add_argument("--shutdown_sources_after_idle_ms", type=int, default=None)
         # a bundle's size and length on Flink (Java's FlinkPipelineOptions spells it "Mills")
         parser.add_argument("--max_bundle_size", type=int, default=None)
@@ -226,6 +227,10 @@ class FlinkSession:
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
             "fail_on_checkpointing_errors": "false",
+            # a checkpoint holds no bundle's pending output: Beam's Flink runner files it under its
+            # stage's output numbers, given in the order the pipeline's protos were sent, which is not
+            # the same from one submission to the next; a restore sent it to another step
+            "finish_bundle_before_checkpointing": "true",
             # a stage passes the watermark on when its bundle closes: shorter bundles than Flink's
             # 1 s bring a call's reading sooner after its grace ends
             "max_bundle_time_mills": str(BUNDLE_MILLIS),
