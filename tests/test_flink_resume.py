@@ -73,8 +73,9 @@ def test_bundles_close_after_200_ms_unless_the_user_says_otherwise(tmp_path):
 
 
 def test_a_checkpoint_holds_no_bundle_s_pending_output(tmp_path):
-    """Beam's Flink runner files a stage's pending output under output numbers that differ from one submission
-    to the next: a restore sent the run counts' pending output to the readings' writer. Bundles finish first."""
+    """Beam's Flink runner files a fused stage's pending output under its output numbers, and a restarted job's
+    stages need not be fused alike: a restore sent the run counts' pending output to the readings' writer.
+    Bundles finish first."""
     with _session(tmp_path, list(REMOTE)) as session:
         assert "--finish_bundle_before_checkpointing=true" in session.beam_args
 

@@ -227,9 +227,10 @@ class FlinkSession:
             "state_backend": "filesystem",
             "state_backend_storage_path": checkpoints.as_uri(),
             "fail_on_checkpointing_errors": "false",
-            # a checkpoint holds no bundle's pending output: Beam's Flink runner files it under its
-            # stage's output numbers, given in the order the pipeline's protos were sent, which is not
-            # the same from one submission to the next; a restore sent it to another step
+            # a checkpoint holds no bundle's pending output: Beam's Flink runner files it under its fused
+            # stage's output numbers, and a restarted job's stages need not be fused alike (the fuser
+            # follows the order the pipeline's protos arrive in, which Python's protobuf picks anew in
+            # each process): a restore sent it to another step
             "finish_bundle_before_checkpointing": "true",
             # a stage passes the watermark on when its bundle closes: shorter bundles than Flink's
             # 1 s bring a call's reading sooner after its grace ends
