@@ -6,7 +6,7 @@ from __future__ import annotations
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 from footprint_audit.transforms.calls import join_call_events
 from footprint_audit.transforms.decode import call_key
-from footprint_audit.transforms.decode.trace_calls import TRACE_CALLS, trace_calls
+from footprint_audit.transforms.decode.trace_calls import TRACE_CALLS, joined_across, split_trace
 
 
 def _ev(index: int, kind: str, call_id: str, ms: int, id_from: str, **payload: object) -> tuple[str, Event]:
@@ -15,7 +15,9 @@ def _ev(index: int, kind: str, call_id: str, ms: int, id_from: str, **payload: o
 
 
 def _calls(items: list) -> dict:
-    return {call.tool_call_id: call for c in trace_calls(items)
+    own, _taken, shared = split_trace(items)
+    calls = own + [joined_across(call_id, its)[1] for call_id, its in shared]  # the joins' own way (one trace)
+    return {call.tool_call_id: call for c in calls
             for call in join_call_events("T", c.call_id, c.items, None, c.ordered, c.names)}
 
 

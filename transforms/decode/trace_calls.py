@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from footprint_audit.schemas.events import MODEL_ASKED, MODEL_READ, TOOL_END, TOOL_START, Event
 
-__all__ = ["TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace", "trace_calls", "trace_order"]
+__all__ = ["TRACE_CALLS", "CallEvents", "call_key", "joined_across", "split_trace", "trace_order"]
 
 #: The join key, within a run, of a trace's call events: one group per trace.
 TRACE_CALLS = "otel:trace-calls"
@@ -105,11 +105,6 @@ def _split(items: list[Item]) -> dict[str, _Call]:
             call.rest.append(item)
     _pair_unkeyed(calls)
     return calls
-
-
-def trace_calls(items: list[Item]) -> list[CallEvents]:
-    """One trace's call events (any order) → its calls (rules 1 to 4)."""
-    return [_events(call_id, call) for call_id, call in _split(items).items()]
 
 
 def split_trace(items: list[Item]) -> tuple[list[CallEvents], list[Item], list[tuple[str, list[Item]]]]:

@@ -158,8 +158,12 @@ def order_call_events(held: Iterable[bytes]) -> tuple[list[tuple[str, Event]], l
         seen.setdefault(content_key(ev), (source, ev))
     ordered = sorted(seen.items(), key=lambda kv: event_order(kv[1][1], kv[0]))
     originals = [item for _key, item in ordered]
-    positioned = [("stream", Event(i, ev.type, ev.payload, ev.meta)) for i, (_s, ev) in enumerate(originals)]
-    return positioned, originals, count - len(originals)
+    return _positioned(originals), originals, count - len(originals)
+
+
+def _positioned(originals: list[tuple[str, Event]]) -> list[tuple[str, Event]]:
+    """Events re-indexed by their place in `originals` (a reading's anchor maps back through it)."""
+    return [("stream", Event(i, ev.type, ev.payload, ev.meta)) for i, (_s, ev) in enumerate(originals)]
 
 
 class _CallState(NamedTuple):
@@ -436,9 +440,8 @@ class _StatefulJoinFn(beam.DoFn):
         held = cell.get(call_id)
         if held is None or held.closed or not held.read_ms:
             return
-        made, kept = yield from self._read(key, call_id, held, cell.get(None))
+        made, kept, sent = yield from self._read(key, call_id, held, cell.get(None))
         packed = held.packed if kept is None else _with_events(kept)
-        sent = len(held_events(held) if kept is None else kept)
         cell[call_id] = held._replace(revision=held.revision + made, read_ms=0, packed=packed, sent=sent)
         state.write(cell)
 
@@ -464,7 +467,7 @@ class _StatefulJoinFn(beam.DoFn):
                 # with what is known (outcome unknown); events that make no call at all (no
                 # tool_start or tool_end ever came for them: the call was closed earlier, or never
                 # began) are dead letters, never dropped.
-                made, kept = yield from self._read(key, call_id, held, cell.get(None))
+                made, kept, _sent = yield from self._read(key, call_id, held, cell.get(None))
                 if not made and held.revision < 0:
                     # no tool_start or tool_end ever came: the events make no call, and count as not
                     # needed, as `reassess` counts them
@@ -499,8 +502,8 @@ class _StatefulJoinFn(beam.DoFn):
     def _read(self, run_id: str, call_id: str, held: _CallState, facts: bytes | None) -> Any:
         """Yield the call's readings rows from its events and the run's facts, revision
         `held.revision + 1` (and a trace's calls under a provider's id, to `SHARED`), and return
-        whether it read or passed on any call, and the events to keep (the first reading drops the
-        copies that came before it; None: all of them)."""
+        whether it read or passed on any call, the events to keep (the first reading drops the
+        copies that came before it; None: all of them) and how many they are."""
         buffered = held_events(held)
         positioned, originals, dropped = order_call_events(buffered)
         kept: list[bytes] | None = None
@@ -549,7 +552,7 @@ class _StatefulJoinFn(beam.DoFn):
             row["emitted_at"] = emitted
             rows.append(row)
             yield row
-        return bool(rows or passed), kept
+        return bool(rows or passed), kept, len(buffered if kept is None else kept)
 
 
 _FRESH = _CallState()
@@ -578,7 +581,7 @@ def _in_trace_order(originals: list[tuple[str, Event]]) -> tuple[list[tuple[str,
     """A trace's unique events as `reassess` has them (in time, then where each was read: `trace_order`),
     re-indexed by that order, and the originals at the same positions."""
     originals = sorted(originals, key=trace_order)
-    return [("stream", Event(i, ev.type, ev.payload, ev.meta)) for i, (_s, ev) in enumerate(originals)], originals
+    return _positioned(originals), originals
 
 
 def _passed_on(shared: list[tuple[str, list[tuple[str, Event]]]], originals: list[tuple[str, Event]],
