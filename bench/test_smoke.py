@@ -221,3 +221,12 @@ def test_the_otlp_benchmarks_two_files_hold_the_same_calls_read_the_same(tmp_pat
                                r["value_declares_absent"], r["duration_ms"]) for r in rows)
     assert len(tables["calls.jsonl"]) == 300 and tables["calls.jsonl"] == tables["calls.otlp.jsonl"]
     assert otlp.decode_cpu(tmp_path / "calls.otlp.jsonl") >= 0
+
+
+def test_the_dataflow_graph_lists_the_shuffles_of_a_dry_run(capsys):
+    from bench import dataflow_graph
+
+    dataflow_graph.main(["stream"])
+    out = capsys.readouterr().out
+    assert "| stateful step | `StatefulCallJoin/JoinPerCall/ParDo(_StatefulJoinFn)` | kv(string_utf8," in out
+    assert "| GroupByKey | `WriteReadings/GroupFolderFiring` |" in out
