@@ -7,12 +7,8 @@ Role:  reads what `reassess` and `stream` wrote under DIR (readings/,
        and prints them as aligned text tables: tools worst first (by the
        lower 95% bound of their undeclared-empty share; unknown apart),
        outcomes, door disagreements, runs, dead letters by reason and by file,
-       and how the headline figures fit together. A long list is cut to its
-       first `MAX_LISTED` rows and names the query that lists them all.
-       With `--html FILE` it also writes one self-contained HTML page
-       (`pipelines.report.html`) that embeds a bounded sample of the calls.
-       DuckDB works in a temporary folder with at most `MEMORY_LIMIT` of
-       memory, so the report's peak does not grow with the output.
+       and how the headline figures fit together. With `--html FILE` it also
+       writes one self-contained HTML page (`pipelines.report.html`).
        Only the current reading of a call counts: its latest revision.
 Emits: text on stdout, the HTML file when asked; one sentence on stderr and
        exit code 2 when DIR is missing, empty, not an output directory or
@@ -41,8 +37,9 @@ from footprint_audit.pipelines.launch import deferred_interrupts, stop_signal_ta
 from footprint_audit.pipelines.output import build_note
 from footprint_audit.schemas.tables import TABLES
 
-from .html import MAX_TOOL_PANELS, RANK_RULE, SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL, build_html
-from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
+from .html import (MAX_TOOL_PANELS, RANK_RULE, SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL, build_html, door_text,
+                   pct)
+from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query, run_counts
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
 SOURCE_VIEWS = {"readings_all": "readings", "dead_letters_all": "dead_letters", "runs_all": "runs"}
@@ -77,18 +74,12 @@ class ReportError(Exception):
 # ------------------------------------------------------------------ input
 
 
-def find_tables(out: Path) -> dict[str, list[Path]]:
-    """The Parquet files of each table under `out` (any depth below the table folder)."""
-    return {name: sorted(p for p in out.glob(f"{name}/**/*.parquet") if not p.name.startswith(".")) for name in TABLES}
-
-
 def check_output_dir(out: Path) -> dict[str, list[Path]]:
-    """The table files of `out`, or a ReportError saying why it is no output directory."""
-    if not out.exists():
-        raise ReportError(f"{out} does not exist: give the output directory of `footprint-audit reassess` or `stream`.")
+    """The Parquet files of each table of `out` (any depth), or a ReportError saying why it is no output directory."""
     if not out.is_dir():
-        raise ReportError(f"{out} is not a directory: give the output directory of `footprint-audit reassess` or `stream`.")
-    tables = find_tables(out)
+        what = "is not a directory" if out.exists() else "does not exist"
+        raise ReportError(f"{out} {what}: give the output directory of `footprint-audit reassess` or `stream`.")
+    tables = {name: sorted(p for p in out.glob(f"{name}/**/*.parquet") if not p.name.startswith(".")) for name in TABLES}
     if not any(tables.values()):
         what = "is empty" if not any(out.iterdir()) else "holds no readings/, dead_letters/ or runs/ Parquet files"
         raise ReportError(f"{out} {what}: it is not an output directory of `footprint-audit reassess` or `stream`.")
@@ -112,7 +103,8 @@ def views_sql(out: Path | None = None) -> str:
     text = resources.files("footprint_audit.schemas").joinpath("views.sql").read_text(encoding="utf-8")
     if out is None:
         return text
-    return re.sub(r"^(?!\s*--).*$", lambda line: line.group().replace("{out}", _sql_path(out)), text, flags=re.M)
+    path = out.resolve().as_posix().replace("'", "''")
+    return re.sub(r"^(?!\s*--).*$", lambda line: line.group().replace("{out}", path), text, flags=re.M)
 
 
 def split_statements(sql: str) -> list[str]:
@@ -124,10 +116,6 @@ def split_statements(sql: str) -> list[str]:
 def _first_line(err: Exception) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _sql_path(path: Path) -> str:
-    return path.resolve().as_posix().replace("'", "''")
 
 
 def connect(out: Path, tables: dict[str, list[Path]], scratch: str | None = None) -> Any:
@@ -253,7 +241,6 @@ def collect(con: Any, out: Path, with_calls: bool = False) -> Summary:
         calls=fetch(con, call_sample_sql()) if with_calls else [],
         max_calls=MAX_HTML_CALLS,
         max_tools=MAX_HTML_TOOLS,
-        max_dead_letters=MAX_HTML_DEAD_LETTERS,
         build=build_note(str(out)),
     )
     summary.fit = reconciliation(summary)
@@ -267,13 +254,6 @@ def clean(value: Any) -> str:
     """A cell as one line of printable text (control characters escaped)."""
     text = "" if value is None else str(value)
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
-def share(count: Any, total: Any) -> str:
-    """`count / total` as a percentage with one decimal, '-' when total is 0."""
-    if not total:
-        return "-"
-    return f"{100.0 * int(count) / int(total):.1f}%"
 
 
 _NUMBER = re.compile(r"^(-|-?[0-9][0-9.,]*%?)$")
@@ -293,10 +273,6 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
 
 
-def unknown_because(reasons: list[tuple[str, int]]) -> str:
-    return ", ".join(f"{reason} {n}" for reason, n in reasons)
-
-
 def bound(value: Any) -> str:
     """A share (0..1) as a percentage with one decimal, '-' when there is none."""
     return "-" if value is None else f"{100.0 * float(value):.1f}%"
@@ -312,9 +288,9 @@ def emptiness_section(s: Summary) -> str:
                + ["undeclared-empty 95% low", "door-disagrees", "unknown because"])
     rows = [
         [t["tool"], t["calls"], t["read"]]
-        + [share(t[col], t["read"]) for col, _ in EMPTINESS]
+        + [pct(t[col], t["read"]) for col, _ in EMPTINESS]
         + [bound(t["undeclared_empty_low"]), t["door_disagrees"],
-           unknown_because(s.unknown_reasons.get(t["tool"], []))]
+           ", ".join(f"{reason} {n}" for reason, n in s.unknown_reasons.get(t["tool"], []))]
         for t in s.tools[:MAX_LISTED]
     ]
     title = "Emptiness per tool (shares of the calls read; unknown = rows that could not be counted)"
@@ -324,14 +300,9 @@ def emptiness_section(s: Summary) -> str:
 
 def outcome_section(s: Summary) -> str:
     headers = ["tool", "calls"] + [label for _, label in OUTCOMES]
-    rows = [[t["tool"], t["calls"]] + [share(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools[:MAX_LISTED]]
+    rows = [[t["tool"], t["calls"]] + [pct(t[col], t["calls"]) for col, _ in OUTCOMES] for t in s.tools[:MAX_LISTED]]
     return ("Outcomes per tool (shares of all calls)\n" + text_table(headers, rows)
             + more_line(len(rows), len(s.tools), ALL_QUERIES["tool_summary"]))
-
-
-def door(row: Row) -> str:
-    flags = [name for name in ("absent", "bounded", "described") if row[f"door_{name}"]]
-    return f"{row['door_from']}: {'+'.join(flags) or 'none'}"
 
 
 def disagreement_section(s: Summary) -> str:
@@ -339,35 +310,14 @@ def disagreement_section(s: Summary) -> str:
     if not s.disagreements:
         return title + "\n  none"
     headers = ["run_id", "tool_call_id", "occurrence", "tool", "emptiness", "without door", "door"]
-    shown = s.disagreements[:MAX_LISTED]
-    rows = [
-        [d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"], d["emptiness_without_door"], door(d)]
-        for d in shown
-    ]
+    rows = [[d["run_id"], d["tool_call_id"], d["occurrence"], d["tool"], d["emptiness"], d["emptiness_without_door"],
+             door_text(d, "none")] for d in s.disagreements[:MAX_LISTED]]
     return (title + "\n" + text_table(headers, rows)
             + more_line(len(rows), s.disagreement_count, ALL_QUERIES["door_disagreements"]))
 
 
 def runs_section(s: Summary) -> str:
-    r, f = s.runs, s.figures
-    pairs = [
-        ("runs", r["runs"]),
-        ("input files", f["input_files"]),
-        ("files with runs", f["files_with_runs"]),
-        ("files with dead letters only", f["files_with_dead_letters_only"]),
-        ("events read", f["events_read"]),
-        ("events in runs", r["events"]),
-        ("events used", r["events_used"]),
-        ("events not needed", r["events_not_needed"]),
-        ("dead letters of runs", r["run_dead_letters"]),
-        ("tool calls with a tool_end", r["tool_calls"]),
-        ("incomplete runs", r["incomplete_runs"]),
-        ("dropped events", r["dropped_events"]),
-        ("served under policy", r["runs_served_under_policy"]),
-    ]
-    if r["unbalanced_rows"]:
-        pairs.append(("rows not balancing", r["unbalanced_rows"]))
-    return "Runs\n" + text_table(["", "count"], pairs)
+    return "Runs\n" + text_table(["", "count"], run_counts(s))
 
 
 def reconciliation(s: Summary) -> list[tuple[str, bool]]:
@@ -460,13 +410,6 @@ def check_writable(path: Path) -> None:
         os.remove(path)
 
 
-def write_html(summary: Summary, path: Path) -> None:
-    try:
-        path.write_text(build_html(summary), encoding="utf-8")
-    except OSError as err:
-        raise ReportError(f"Could not write {path}: {err.strerror or err}.") from None
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the report; the exit code (0, or 2 for a problem told in one sentence)."""
     try:
@@ -489,7 +432,10 @@ def run(argv: list[str] | None = None) -> int:
                 con.close()
         sys.stdout.write(render_text(summary))
         if args.html is not None:
-            write_html(summary, args.html)
+            try:
+                args.html.write_text(build_html(summary), encoding="utf-8")
+            except OSError as err:
+                raise ReportError(f"Could not write {args.html}: {err.strerror or err}.") from None
             print(f"HTML report written to {clean(args.html)}")
     except ReportError as err:
         if stop_signal_taken() is not None:  # a query a stop signal cut short: the interrupt, not a problem

@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from itertools import groupby
 from dataclasses import dataclass
 from importlib import resources
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 from footprint_audit.schemas.figures import FIGURES
 
-from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query
+from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query, run_counts
 
 #: emptiness label → colour; 'not read' collects calls with no reading.
 EMPTINESS_COLOURS = {
@@ -76,12 +77,8 @@ _CHART_W, _CHAR_W = 1140, 7.0
 
 
 def asset(name: str, package: str = "footprint_audit.pipelines.report") -> str:
-    """A style sheet or script shipped beside the page's module (package data), as the page inlines it.
-
-    `report.css` (the page's style, shared with the diff's page), `error_hook.js` (records
-    script errors on the page itself, so a headless browser's dumped DOM shows them) and
-    `report.js` (the call table's filters). The page has a newline before each.
-    """
+    """A style sheet or script shipped in `package` (package data), after a newline, as a page inlines it.
+    `error_hook.js` records script errors on the page itself, so a headless browser's dumped DOM shows them."""
     return "\n" + resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
@@ -99,6 +96,7 @@ def plural(n: Any, word: str) -> str:
 
 
 def pct(count: Any, total: Any) -> str:
+    """`count / total` as a percentage with one decimal, '-' when total is 0."""
     return f"{100.0 * int(count) / int(total):.1f}%" if total else "-"
 
 
@@ -126,9 +124,9 @@ def path_cell(value: Any, limit: int = 48) -> str:
 
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
                attrs: Iterable[str] | None = None, table_id: str | None = None, wrap: Sequence[int] = (),
-               paths: Sequence[int] = ()) -> str:
-    """An HTML table in a scrolling box; `attrs` gives each row's extra attributes (already escaped),
-    `wrap` the columns whose long text wraps, `paths` the columns of file paths (one line, `path_cell`)."""
+               paths: Sequence[int] = (), scroll: bool = True) -> str:
+    """An HTML table, in a scrolling box unless `scroll` is false; `attrs` gives each row's extra attributes
+    (already escaped), `wrap` the columns whose long text wraps, `paths` the columns of file paths (`path_cell`)."""
     head = "".join(f'<th class="n">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
                    for i, h in enumerate(headers))
     attr_list = list(attrs) if attrs is not None else None
@@ -141,32 +139,33 @@ def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: S
         extra = f" {attr_list[j]}" if attr_list else ""
         body.append(f"<tr{extra}>{cells}</tr>")
     ident = f' id="{table_id}"' if table_id else ""
-    return f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    table = f'<table{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>' if scroll else table
 
 
-def page(title: str, heading: str, subtitle: str, body: str, script: str = "", note: str = "") -> str:
-    """A whole self-contained page: the shared style, a header (`note`: a second line under the
-    subtitle), `body` (already HTML) and a script."""
+def page(title: str, heading: str, subtitle: str, body: str, script: str, note: str = "", style: str = "") -> str:
+    """A whole self-contained page: the shared style (then `style`), a header (`note`: a second line
+    under the subtitle), `body` (already HTML) and a script."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{asset('report.css')}</style><script>{asset('error_hook.js')}</script></head><body>"
+        f"<title>{esc(title)}</title><style>{asset('report.css')}{style}</style><script>{asset('error_hook.js')}</script></head><body>"
         f"<header><h1>{esc(heading)}</h1><p>{esc(subtitle)}</p>" + (f"<p>{esc(note)}</p>" if note else "")
         + "</header><main>"
         + body
-        + "</main>" + (f"<script>{script}</script>" if script else "") + "</body></html>\n"
+        + f"</main><script>{script}</script></body></html>\n"
     )
 
 
 def segment(ident: str, x: float, y: float, w: float, h: float, colour: str, label: str, count: int,
-            attrs: dict[str, str], hover: str | None = None) -> str:
+            attrs: dict[str, str], hover: str) -> str:
     """One clickable rectangle of a chart; `#ident` in the URL selects it on load."""
     data = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
     return (
         f'<rect id="{ident}" class="seg" tabindex="0" role="button"'
         f' x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" height="{h:.2f}"'
         f' fill="{colour}" data-count="{count}" data-label="{esc(label)}"{data}>'
-        f"<title>{esc(hover or f'{label}: {count}')}</title></rect>"
+        f"<title>{esc(hover)}</title></rect>"
     )
 
 
@@ -213,7 +212,7 @@ class TimeAxis:
     def ticks(self, most: int = 8) -> list[tuple[datetime, str]]:
         """Aligned ticks (at most `most`), each with a label that names the year."""
         span = (self.hi - self.lo).total_seconds()
-        unit, n, _ = next((s for s in _TICK_STEPS if span / s[2] <= most), _TICK_STEPS[-1])
+        unit, n, seconds = next((s for s in _TICK_STEPS if span / s[2] <= most), _TICK_STEPS[-1])
         if unit == "month":
             t = self.lo.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
             while (t.month - 1) % n:
@@ -223,48 +222,36 @@ class TimeAxis:
             while t.toordinal() % n:
                 t += timedelta(days=1)
         else:
-            size = 60 * n if unit == "minute" else 3600 * n
             start = self.lo.replace(second=0, microsecond=0)
-            t = start - timedelta(seconds=(start - start.replace(hour=0, minute=0)).total_seconds() % size)
+            t = start - timedelta(seconds=(start - start.replace(hour=0, minute=0)).total_seconds() % seconds)
         out: list[tuple[datetime, str]] = []
         last_day = None
         while t <= self.hi:
-            if t >= self.lo:
-                if unit == "month":
-                    label = t.strftime("%Y-%m")
-                elif unit == "day":
-                    label = t.strftime("%Y-%m-%d")
-                else:
-                    label = t.strftime("%Y-%m-%d %H:%M") if t.date() != last_day else t.strftime("%H:%M")
-                    last_day = t.date()
-                out.append((t, label))
+            if t >= self.lo:  # a tick after another of its day names only its time
+                clock = "%H:%M" if t.date() == last_day else "%Y-%m-%d %H:%M"
+                out.append((t, t.strftime({"month": "%Y-%m", "day": "%Y-%m-%d"}.get(unit, clock))))
+                last_day = t.date()
             if unit == "month":
                 for _ in range(n):
                     t = next_bucket(t, "month")
             else:
-                t += timedelta(days=n) if unit == "day" else timedelta(seconds=60 * n if unit == "minute" else 3600 * n)
+                t += timedelta(seconds=seconds)
         return out
 
 
 def bucket_label(t: datetime, grain: str) -> str:
     """A bucket as an analyst reads it: '2026-09-26' (day), 'week of 2026-09-21', '2026-09-26 05:00'."""
-    if grain == "month":
-        return t.strftime("%Y-%m")
-    if grain == "week":
-        return "week of " + t.strftime("%Y-%m-%d")
-    if grain == "day":
-        return t.strftime("%Y-%m-%d")
-    return t.strftime("%Y-%m-%d %H:%M")
+    return t.strftime({"month": "%Y-%m", "week": "week of %Y-%m-%d", "day": "%Y-%m-%d"}.get(grain, "%Y-%m-%d %H:%M"))
 
 
-def _axis_marks(axis: TimeAxis, y: float, height: float, labels: bool = True, most: int = 8) -> list[str]:
+def _axis_marks(axis: TimeAxis, y: float, height: float, most: int = 8) -> list[str]:
     out = []
     for t, label in axis.ticks(most):
         x = axis.x(t)
-        out.append(f'<line class="grid" x1="{x:.2f}" y1="{y - height:.2f}" x2="{x:.2f}" y2="{y + 4:.2f}"/>')
-        if labels:  # a label near either end starts or ends at its tick, so it is not cut off
-            anchor = "end" if x > axis.x0 + axis.width - 45 else "start" if x < axis.x0 + 45 else "middle"
-            out.append(f'<text class="small" x="{x:.2f}" y="{y + 16:.2f}" text-anchor="{anchor}">{esc(label)}</text>')
+        # a label near either end starts or ends at its tick, so it is not cut off
+        anchor = "end" if x > axis.x0 + axis.width - 45 else "start" if x < axis.x0 + 45 else "middle"
+        out.append(f'<line class="grid" x1="{x:.2f}" y1="{y - height:.2f}" x2="{x:.2f}" y2="{y + 4:.2f}"/>'
+                   f'<text class="small" x="{x:.2f}" y="{y + 16:.2f}" text-anchor="{anchor}">{esc(label)}</text>')
     out.append(f'<line class="axis" x1="{axis.x0}" y1="{y}" x2="{axis.x0 + axis.width}" y2="{y}"/>')
     return out
 
@@ -289,18 +276,13 @@ def tool_note(tool: Row) -> str:
             f"{share_text(tool['undeclared_empty_high'])}) · unknown {share_text(tool['emptiness_unknown_share'])}")
 
 
-def bar_width(tools: Sequence[Row]) -> float:
-    """The bars' width: what `_CHART_W` leaves beside the tool names and the longest note (both charts alike)."""
-    note = max((len(tool_note(t)) for t in tools), default=0) * _CHAR_W + 16
-    return max(240.0, _CHART_W - _LABEL_W - note)
-
-
 def tool_bars_svg(tools: Sequence[Row], parts: Sequence[tuple[str, str, str]], total_col: str,
                   attr: str, chart_id: str) -> str:
     """Horizontal 100% stacked bars, one per tool; parts are (column, label, colour). A tool's name lists its
     calls when clicked."""
     height = _ROW_H * len(tools) + 24
-    bar_w = bar_width(tools)
+    # what `_CHART_W` leaves beside the names and the longest emptiness note: both charts' bars alike
+    bar_w = max(240.0, _CHART_W - _LABEL_W - max((len(tool_note(t)) for t in tools), default=0) * _CHAR_W - 16)
     notes = [tool_note(t) if total_col == "read" else plural(t["calls"], "call") for t in tools]
     width = _LABEL_W + bar_w + 16 + _CHAR_W * max((len(n) for n in notes), default=0)
     out = [f'<svg id="{chart_id}" width="{width:.0f}" height="{height}" role="img" aria-label="{esc(chart_id)}">']
@@ -374,7 +356,7 @@ def tool_panel_svg(tool: str, rows: Sequence[Row], axis: TimeAxis, index: int) -
            f'<text class="small" x="{axis.x0 - 4}" y="{top + 8}" text-anchor="end">100%</text>',
            f'<text class="small" x="{axis.x0 - 4}" y="{base}" text-anchor="end">0</text>',
            f'<line class="grid" x1="{axis.x0}" y1="{top}" x2="{axis.x0 + axis.width}" y2="{top}"/>']
-    out += _axis_marks(axis, base, plot_h, labels=True, most=3)
+    out += _axis_marks(axis, base, plot_h, most=3)
     for i, row in enumerate(rows):
         bucket = _utc(row["bucket"])
         x, w = _bar_x(axis, bucket)
@@ -501,9 +483,7 @@ def timeline_section(s: Summary) -> str:
 
 
 def _tool_panels(s: Summary, grain: str) -> str:
-    per_tool: dict[str, list[Row]] = {}
-    for row in s.tool_timeline:
-        per_tool.setdefault(str(row["tool"]), []).append(row)
+    per_tool = {tool: list(rows) for tool, rows in groupby(s.tool_timeline, lambda r: str(r["tool"]))}  # ordered by tool
     if not per_tool:
         return ""
     axis = TimeAxis.of((r["bucket"] for r in s.timeline), grain, 40, 300)  # the whole span, as above
@@ -541,20 +521,17 @@ def disagreement_section(s: Summary) -> str:
             f"{body}</section>")
 
 
-def door_text(row: Row) -> str:
+def door_text(row: Row, none: str = "nothing declared") -> str:
     flags = [name for name in ("absent", "bounded", "described") if row.get(f"door_{name}")]
-    return f"{row['door_from']}: {'+'.join(flags) or 'nothing declared'}"
+    return f"{row['door_from']}: {'+'.join(flags) or none}"
 
 
-def cut(value: Any, limit: int = DETAIL_CHARS) -> str:
-    """A value as text, cut to `limit` characters (saying how long it was)."""
+def cut(value: Any) -> str:
+    """A value as text, cut to `DETAIL_CHARS` characters (saying how long it was)."""
     if value is None:
         return ""
-    if isinstance(value, (list, dict)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
-    return text if len(text) <= limit else text[:limit] + f"… (cut: {len(text):,} characters)"
+    text = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (list, dict)) else str(value)
+    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + f"… (cut: {len(text):,} characters)"
 
 
 #: (label, column) shown when a call's row is expanded, in order; empty values are left out.
@@ -695,19 +672,9 @@ def dead_letter_section(s: Summary) -> str:
 
 
 def runs_section(s: Summary) -> str:
-    r, f = s.runs, s.figures
-    pairs = [("runs", r["runs"]), ("input files", f["input_files"]), ("files with runs", f["files_with_runs"]),
-             ("files with dead letters only", f["files_with_dead_letters_only"]),
-             ("events read", f["events_read"]), ("events in runs", r["events"]),
-             ("events used", r["events_used"]), ("events not needed", r["events_not_needed"]),
-             ("dead letters of runs", r["run_dead_letters"]), ("tool calls with a tool_end", r["tool_calls"]),
-             ("incomplete runs", r["incomplete_runs"]), ("dropped events", r["dropped_events"]),
-             ("served under policy", r["runs_served_under_policy"])]
-    if r["unbalanced_rows"]:
-        pairs.append(("rows not balancing", r["unbalanced_rows"]))
     return ('<section id="runs"><h2>Runs</h2>'
             '<p class="note">Every runs row holds events = used + not needed + dead letters.</p>'
-            '<div style="max-width:420px">' + html_table(["", "count"], pairs, numeric=[1]) + "</div></section>")
+            '<div style="max-width:420px">' + html_table(["", "count"], run_counts(s), numeric=[1]) + "</div></section>")
 
 
 def build_html(s: Summary) -> str:

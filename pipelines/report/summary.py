@@ -12,7 +12,7 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-__all__ = ["ALL_QUERIES", "EMPTINESS", "OUTCOMES", "Row", "Summary", "how_to_query"]
+__all__ = ["ALL_QUERIES", "EMPTINESS", "OUTCOMES", "Row", "Summary", "how_to_query", "run_counts"]
 
 Row = dict[str, Any]
 
@@ -73,10 +73,8 @@ class Summary:
     calls: list[Row] = field(default_factory=list)
     #: How the headline figures fit together: (sentence, holds) per identity (`reconciliation`).
     fit: list[tuple[str, bool]] = field(default_factory=list)
-    #: The caps the page's lists were cut to (it says so when it cuts).
+    #: The caps of the page's calls and of the tools its charts draw (it says so when it cuts).
     max_calls: int = 0
-    max_dead_letters: int = 0
-    #: How many tools the page's charts draw at most (worst first).
     max_tools: int = 0
     #: All rows of `dead_letter_files` (`dead_letter_files` holds the first `MAX_LISTED`).
     dead_letter_file_count: int = 0
@@ -85,3 +83,18 @@ class Summary:
     #: All door disagreements (`disagreements` holds the first `MAX_HTML_DISAGREEMENTS`).
     disagreement_count: int = 0
     build: str = ""  # reader version(s) and increments (`pipelines.output.manifest.build_note`)
+
+
+def run_counts(s: Summary) -> list[tuple[str, Any]]:
+    """The rows (label, count) of the Runs table, in the terminal and on the page."""
+    r, f = s.runs, s.figures
+    pairs = [("runs", r["runs"]), ("input files", f["input_files"]), ("files with runs", f["files_with_runs"]),
+             ("files with dead letters only", f["files_with_dead_letters_only"]),
+             ("events read", f["events_read"]), ("events in runs", r["events"]),
+             ("events used", r["events_used"]), ("events not needed", r["events_not_needed"]),
+             ("dead letters of runs", r["run_dead_letters"]), ("tool calls with a tool_end", r["tool_calls"]),
+             ("incomplete runs", r["incomplete_runs"]), ("dropped events", r["dropped_events"]),
+             ("served under policy", r["runs_served_under_policy"])]
+    if r["unbalanced_rows"]:
+        pairs.append(("rows not balancing", r["unbalanced_rows"]))
+    return pairs
