@@ -21,21 +21,16 @@ from .verdicts import CHANGED_FILE, EXIT_CHANGED, compare, load_side, render_tex
 __all__ = ["run"]
 
 
-def _parser() -> FlagParser:
+def run(argv: list[str] | None = None) -> int:
+    """Compare two outputs; the exit code (0 nothing changed, 1 something did, 2 usage mistake)."""
     p = FlagParser(prog="footprint-audit diff",
                    description="Compare the readings of two output folders: which verdicts moved.")
     p.add_argument("old", metavar="OLD_DIR", help="the earlier output folder")
     p.add_argument("new", metavar="NEW_DIR", help="the later output folder")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page to FILE")
     p.add_argument("--output", metavar="DIR", help=f"also write the changed calls to DIR/{CHANGED_FILE}")
-    return p
-
-
-def run(argv: list[str] | None = None) -> int:
-    """Compare two outputs; the exit code (0 nothing changed, 1 something did, 2 usage mistake)."""
-    parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = p.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
@@ -54,7 +49,7 @@ def run(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"footprint-audit diff: {exc}", file=sys.stderr)
         return 2
-    return EXIT_CHANGED if diff.something_changed else 0
+    return EXIT_CHANGED if diff.changed else 0
 
 
 if __name__ == "__main__":

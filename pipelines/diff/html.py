@@ -12,7 +12,7 @@ Emits: nothing (returns a string).
 
 from __future__ import annotations
 
-from footprint_audit.pipelines.report import asset, esc, html_table
+from footprint_audit.pipelines.report import asset, esc, html_table, page
 
 from .verdicts import TOOL_HEADERS, Diff, Side, declaration_changes, show, tool_rows, transition_rows
 
@@ -39,25 +39,14 @@ def _cards(diff: Diff) -> str:
     return f'<div class="cards">{inner}</div>'
 
 
-def _pick_table(headers: list[str], rows: list[tuple[str, str, list[str], int]], numeric: list[int]) -> str:
-    """A table whose rows select calls: each row is (id, label, cells, calls)."""
-    head = "".join(f'<th class="n">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>" for i, h in enumerate(headers))
-    body = []
-    for ident, label, cells, count in rows:
-        tds = "".join(f'<td class="n">{esc(c)}</td>' if i in numeric else f"<td>{esc(c)}</td>" for i, c in enumerate(cells))
-        body.append(f'<tr class="pick" id="{esc(ident)}" tabindex="0" data-label="{esc(label)}" data-count="{count}">{tds}</tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
 def build_html(diff: Diff) -> str:
     """The whole page."""
     trans = transition_rows(diff)
     ident = {(c, f, t): f"t-{i}" for i, (c, f, t, _n) in enumerate(trans)}
-    pick_rows = [(ident[(c, f, t)], f"{c}: {f} → {t}", [c, f, t, str(n)], n) for c, f, t, n in trans]
-    for change, label in (("only-old", "only in old"), ("only-new", "only in new")):
-        n = diff.count(change)
-        if n:
-            pick_rows.append((change, label, [label, "", "", str(n)], n))
+    # the rows that select calls: (id, label, cells)
+    picks = [(ident[(c, f, t)], f"{c}: {f} → {t}", [c, f, t, str(n)]) for c, f, t, n in trans]
+    picks += [(change, label, [label, "", "", str(diff.count(change))])
+              for change, label in (("only-old", "only in old"), ("only-new", "only in new")) if diff.count(change)]
 
     call_rows, attrs = [], []
     for c in diff.changed[:MAX_HTML_CALLS]:
@@ -76,12 +65,14 @@ def build_html(diff: Diff) -> str:
                  else '<p class="note">The declarations decide the same rowsAt on both sides (or were not recorded).</p>')
     sides = html_table(["side", "folder", "calls", "reader_version", "declarations file", "rowsAt"],
                        _side_rows("old", diff.old) + _side_rows("new", diff.new), numeric=[2])
-    verdict = "Something changed." if diff.something_changed else "Nothing changed."
+    verdict = "Something changed." if diff.changed else "Nothing changed."
     sections = [
         f'<section id="sides"><h2>The two outputs</h2>{sides}<h2 style="margin-top:12px">Declarations</h2>{decl_html}</section>',
         '<section id="transitions"><h2>Transitions</h2><p class="note">Calls matched by (run_id, tool_call_id, occurrence),'
         ' each at its latest revision. Click a row to list its calls.</p>'
-        + (_pick_table(["column", "from", "to", "calls"], pick_rows, [3]) if pick_rows
+        + (html_table(["column", "from", "to", "calls"], [cells for _, _, cells in picks], numeric=[3], scroll=False,
+                      attrs=[f'class="pick" id="{esc(i)}" tabindex="0" data-label="{esc(label)}" data-count="{cells[3]}"'
+                             for i, label, cells in picks]) if picks
            else '<p class="note">None: every call reads the same on both sides.</p>')
         + "</section>",
         '<section id="tools"><h2>Per tool, most changes first</h2>'
@@ -94,13 +85,6 @@ def build_html(diff: Diff) -> str:
                      attrs=attrs, table_id="changed")
         + "</div></section>",
     ]
-    title = f"footprint-audit diff: {diff.old.out} → {diff.new.out}"
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{asset('report.css')}{asset('diff.css', PACKAGE)}</style>"
-        f"<script>{asset('error_hook.js')}</script></head><body>"
-        f"<header><h1>footprint-audit diff</h1><p>{esc(diff.old.out)} → {esc(diff.new.out)}: {esc(verdict)}</p></header><main>"
-        + _cards(diff) + "".join(sections)
-        + f"</main><script>{asset('diff.js', PACKAGE)}</script></body></html>\n"
-    )
+    return page(f"footprint-audit diff: {diff.old.out} → {diff.new.out}", "footprint-audit diff",
+                f"{diff.old.out} → {diff.new.out}: {verdict}", _cards(diff) + "".join(sections),
+                asset("diff.js", PACKAGE), style=asset("diff.css", PACKAGE))

@@ -55,6 +55,8 @@ ALL_TOOLS = "(all tools)"
 _KEY = ("run_id", "tool_call_id", "occurrence")
 _ORDER = ("revision", "emitted_at", "source_file", "event_index")
 _COLUMNS = [*_KEY, "tool_name", *COMPARED, *_ORDER, "reader_version"]
+#: The columns `--output` keeps of each side of a changed call.
+_KEPT = (*COMPARED, "revision", "source_file", "reader_version")
 
 Key = tuple[str, str, int]
 
@@ -92,10 +94,6 @@ class Diff:
     transitions: Counter = field(default_factory=Counter)  # (column, from, to) -> calls
     tools: dict[str, Counter] = field(default_factory=dict)  # tool -> counts
 
-    @property
-    def something_changed(self) -> bool:
-        return bool(self.changed)
-
     def count(self, change: str) -> int:
         return sum(1 for c in self.changed if c["change"] == change)
 
@@ -106,10 +104,9 @@ class Diff:
 def check_dir(out: str, which: str) -> None:
     """Raise `UsageError` when `out` is not an output folder of this tool."""
     p = Path(out)
-    if not p.exists():
-        raise UsageError(f"{which} {out} does not exist: give an output folder of `footprint-audit reassess` or `stream`")
     if not p.is_dir():
-        raise UsageError(f"{which} {out} is not a folder: give an output folder of `footprint-audit reassess` or `stream`")
+        what = "is not a folder" if p.exists() else "does not exist"
+        raise UsageError(f"{which} {out} {what}: give an output folder of `footprint-audit reassess` or `stream`")
     has_tables = any(any((p / t).rglob("*.parquet")) for t in TABLES if (p / t).is_dir())
     if not has_tables and not (p / MARKER).is_file():
         raise UsageError(
@@ -179,21 +176,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _tool(row: dict) -> str:
-    return row["tool_name"] if row["tool_name"] is not None else NO_NAME
-
-
 def compare(old: Side, new: Side) -> Diff:
     """Match the calls of two sides and collect what moved."""
     diff = Diff(old, new)
 
-    def tool_counts(tool: str) -> Counter:
-        return diff.tools.setdefault(tool, Counter())
-
-    for key in sorted(set(old.calls) | set(new.calls), key=lambda k: (k[0], k[1], k[2])):
+    for key in sorted(set(old.calls) | set(new.calls)):
         a, b = old.calls.get(key), new.calls.get(key)
-        tool = _tool(b if b is not None else old.calls[key])  # the key is on one side at least
-        counts = tool_counts(tool)
+        shown = b if b is not None else old.calls[key]  # the key is on one side at least
+        tool = shown["tool_name"] if shown["tool_name"] is not None else NO_NAME
+        counts = diff.tools.setdefault(tool, Counter())
         counts["calls"] += 1
         if a is None or b is None:
             change = "only-new" if a is None else "only-old"
@@ -217,9 +208,7 @@ def _changed_row(key: Key, tool: str, change: str, columns: list[str], a: dict |
     row: dict[str, Any] = {"run_id": key[0], "tool_call_id": key[1], "occurrence": key[2],
                            "tool_name": shown["tool_name"], "change": change, "changed_columns": columns}
     for side, r in (("old", a), ("new", b)):
-        for c in COMPARED:
-            row[f"{side}_{c}"] = None if r is None else r[c]
-        for c in ("revision", "source_file", "reader_version"):
+        for c in _KEPT:
             row[f"{side}_{c}"] = None if r is None else r[c]
     row["tool"] = tool
     return row
@@ -231,15 +220,13 @@ def changed_schema() -> pa.Schema:
                                                   pa.field("change", pa.string(), nullable=False),
                                                   pa.field("changed_columns", pa.list_(pa.string()), nullable=False)]
     for side in ("old", "new"):
-        for c in (*COMPARED, "revision", "source_file", "reader_version"):
+        for c in _KEPT:
             fields.append(READINGS.field(c).with_name(f"{side}_{c}").with_nullable(True))
     return pa.schema(fields)
 
 
 def write_changed(diff: Diff, folder: str) -> str:
     """Write the changed calls to `folder/changed_calls.parquet` (whole or not at all); the path."""
-    if os.path.lexists(folder) and not os.path.isdir(folder):
-        raise UsageError(f"--output {folder} is a file, not a folder")
     try:
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, CHANGED_FILE)
@@ -293,10 +280,7 @@ def tool_rows(diff: Diff) -> list[list[Any]]:
         return [tool, c["calls"], c["changed"], *(c[col] for col in COMPARED), c["only-old"], c["only-new"]]
 
     touched = sorted((item for item in diff.tools.items() if moved(item[1])), key=lambda kv: (-moved(kv[1]), kv[0]))
-    total: Counter = Counter()
-    for c in diff.tools.values():
-        total.update(c)
-    return [line(tool, c) for tool, c in touched] + [line(ALL_TOOLS, total)]
+    return [line(tool, c) for tool, c in touched] + [line(ALL_TOOLS, sum(diff.tools.values(), Counter()))]
 
 
 TOOL_HEADERS = ["tool", "calls", "changed", *COMPARED, "only old", "only new"]
@@ -314,7 +298,7 @@ def render_text(diff: Diff) -> str:
         lines.append("  rowsAt changed: " + "; ".join(f"{t} {a} -> {b}" for t, a, b in changes))
     lines.append(f"  {both} calls on both sides: {diff.count('changed')} changed; "
                  f"{diff.count('only-old')} only in old, {diff.count('only-new')} only in new")
-    if not diff.something_changed:
+    if not diff.changed:
         return "\n".join(lines + ["", "Nothing changed."]) + "\n"
     body = ["\n".join(lines)]
     trans = transition_rows(diff)
