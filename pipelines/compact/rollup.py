@@ -61,15 +61,16 @@ def _visible(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
 
 
-def _replaced(rollup: Path) -> list[str]:
-    value = (pq.read_schema(rollup).metadata or {}).get(REPLACES, b"")
-    return [name for name in value.decode().split("\n") if name]
+def _listed(files: list[Path]) -> set[str]:
+    """The names the roll-ups among `files` replace (their `REPLACES` metadata)."""
+    return {name for f in files if f.name.startswith("rollup-")
+            for name in (pq.read_schema(f).metadata or {}).get(REPLACES, b"").decode().split("\n") if name}
 
 
 def live_files(folder: Path) -> list[Path]:
     """A folder's table files without those a roll-up in it replaces (what the views read)."""
     files = _visible(folder)
-    gone = {name for f in files if f.name.startswith("rollup-") for name in _replaced(f)}
+    gone = _listed(files)
     return [f for f in files if f.name not in gone]
 
 
@@ -86,15 +87,14 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _finish(folder: Path, idle_seconds: float, now: float) -> int:
-    """Delete what a roll-up here lists (roll-ups last) and stale temporaries; how many files went."""
+def _finish(folder: Path, idle_seconds: float, now: float) -> None:
+    """Delete what a roll-up here lists (roll-ups last) and stale temporaries."""
     files = _visible(folder)
-    listed = {name for f in files if f.name.startswith("rollup-") for name in _replaced(f)}
+    listed = _listed(files)
     doomed = sorted((f for f in files if f.name in listed), key=lambda f: f.name.startswith("rollup-"))
     doomed += [p for p in folder.glob(".tmp-*") if 0 < _mtime(p) < now - idle_seconds]
     for f in doomed:
         f.unlink(missing_ok=True)
-    return len(doomed)
 
 
 def _roll(folder: Path, table: str, idle_seconds: float, now: float) -> int:
@@ -190,17 +190,6 @@ class Compactor:
             self.thread.join()
 
 
-def check_output(out: str, retain_hours: float, flag: str = "OUT") -> None:
-    """Raise ValueError (one sentence) unless `out` is a local folder and the hours are 0 or more."""
-    if retain_hours < 0:
-        raise ValueError("--retain-hours must be 0 (keep everything) or more")
-    if "://" in out:
-        raise ValueError(f"{flag} {out}: the roll-up works on a local folder only")
-    if not Path(out).is_dir():
-        raise ValueError(f"{flag} {out} " + ("is not a folder" if Path(out).exists() else "does not exist") +
-                         ": give the output folder of `footprint-audit stream`")
-
-
 def run(argv: list[str] | None = None) -> int:
     """`footprint-audit compact OUT [--retain-hours N] [--idle-seconds S]`; 2 for a usage mistake."""
     p = FlagParser(prog="footprint-audit compact", description="Roll a stream output's window folders up into one file each.")
@@ -214,7 +203,13 @@ def run(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, or a mistake already said in one sentence
         return int(exit_.code or 0)
     try:
-        check_output(args.out, args.retain_hours)
+        if args.retain_hours < 0:
+            raise ValueError("--retain-hours must be 0 (keep everything) or more")
+        if "://" in args.out:
+            raise ValueError(f"OUT {args.out}: the roll-up works on a local folder only")
+        if not Path(args.out).is_dir():
+            raise ValueError(f"OUT {args.out} " + ("is not a folder" if Path(args.out).exists() else "does not exist") +
+                             ": give the output folder of `footprint-audit stream`")
         if args.idle_seconds < 0:
             raise ValueError("--idle-seconds must be 0 or more")
     except ValueError as exc:
