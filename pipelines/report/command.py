@@ -38,7 +38,7 @@ from footprint_audit.pipelines.output import build_note
 from footprint_audit.schemas.tables import TABLES
 
 from .html import (MAX_TOOL_PANELS, RANK_RULE, SAMPLE_PER_BUCKET, SAMPLE_PER_SEGMENT, SAMPLE_PER_TOOL, build_html, door_text,
-                   pct)
+                   pct, share_text)
 from .summary import ALL_QUERIES, EMPTINESS, OUTCOMES, Row, Summary, how_to_query, run_counts
 
 #: The views of views.sql that read the Parquet files, and the table folder each reads.
@@ -273,11 +273,6 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
 
 
-def bound(value: Any) -> str:
-    """A share (0..1) as a percentage with one decimal, '-' when there is none."""
-    return "-" if value is None else f"{100.0 * float(value):.1f}%"
-
-
 def more_line(shown: int, total: int, query: str) -> str:
     """The line under a cut list: how many more, and the query that lists them all ('' when none was cut)."""
     return f"\n  … and {total - shown:,} more; all of them: {query}" if total > shown else ""
@@ -289,7 +284,7 @@ def emptiness_section(s: Summary) -> str:
     rows = [
         [t["tool"], t["calls"], t["read"]]
         + [pct(t[col], t["read"]) for col, _ in EMPTINESS]
-        + [bound(t["undeclared_empty_low"]), t["door_disagrees"],
+        + [share_text(t["undeclared_empty_low"], 1), t["door_disagrees"],
            ", ".join(f"{reason} {n}" for reason, n in s.unknown_reasons.get(t["tool"], []))]
         for t in s.tools[:MAX_LISTED]
     ]
@@ -383,19 +378,6 @@ def render_text(s: Summary) -> str:
 # ------------------------------------------------------------------ command
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="footprint-audit report",
-        description="Summarize an output directory of footprint-audit: per tool outcomes, emptiness, "
-        "door disagreements, runs and dead letters.",
-    )
-    parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
-    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
-    parser.add_argument("--sql", action="store_true",
-                        help="print the report's views over DIR as SQL (for DuckDB: see docs/report.md) and nothing else")
-    return parser.parse_args(argv)
-
-
 def check_writable(path: Path) -> None:
     """Refuse (`ReportError`) an `--html` path that cannot be written, before anything is printed: it is
     opened for appending (a file already there is left as it was; one made by this check is removed)."""
@@ -412,8 +394,17 @@ def check_writable(path: Path) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the report; the exit code (0, or 2 for a problem told in one sentence)."""
+    parser = argparse.ArgumentParser(
+        prog="footprint-audit report",
+        description="Summarize an output directory of footprint-audit: per tool outcomes, emptiness, "
+        "door disagreements, runs and dead letters.",
+    )
+    parser.add_argument("dir", type=Path, help="the output directory (holding readings/, dead_letters/, runs/)")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report to FILE")
+    parser.add_argument("--sql", action="store_true",
+                        help="print the report's views over DIR as SQL (for DuckDB: see docs/report.md) and nothing else")
     try:
-        args = parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:

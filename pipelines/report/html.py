@@ -24,10 +24,10 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from itertools import groupby
 from dataclasses import dataclass
 from importlib import resources
 from datetime import datetime, timedelta, timezone
+from itertools import groupby, repeat
 from typing import Any, Iterable, Sequence
 
 from footprint_audit.schemas.figures import FIGURES
@@ -100,9 +100,9 @@ def pct(count: Any, total: Any) -> str:
     return f"{100.0 * int(count) / int(total):.1f}%" if total else "-"
 
 
-def share_text(value: Any) -> str:
-    """A share (0..1) as a whole percentage, '-' when there is none."""
-    return "-" if value is None else f"{100.0 * float(value):.0f}%"
+def share_text(value: Any, digits: int = 0) -> str:
+    """A share (0..1) as a percentage with `digits` decimals, '-' when there is none."""
+    return "-" if value is None else f"{100.0 * float(value):.{digits}f}%"
 
 
 def bucket_key(value: Any) -> str:
@@ -129,17 +129,13 @@ def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: S
     (already escaped), `wrap` the columns whose long text wraps, `paths` the columns of file paths (`path_cell`)."""
     head = "".join(f'<th class="n">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
                    for i, h in enumerate(headers))
-    attr_list = list(attrs) if attrs is not None else None
-    body = []
-    for j, row in enumerate(rows):
-        cells = "".join(
+    body = "".join(
+        f"<tr{extra}>" + "".join(
             f'<td class="n">{esc(c)}</td>' if i in numeric else f'<td class="wrap">{esc(c)}</td>' if i in wrap
-            else path_cell(c) if i in paths else f"<td>{esc(c)}</td>"
-            for i, c in enumerate(row))
-        extra = f" {attr_list[j]}" if attr_list else ""
-        body.append(f"<tr{extra}>{cells}</tr>")
+            else path_cell(c) if i in paths else f"<td>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row, extra in zip(rows, (f" {a}" for a in attrs) if attrs is not None else repeat("")))
     ident = f' id="{table_id}"' if table_id else ""
-    table = f'<table{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    table = f'<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     return f'<div class="scroll">{table}</div>' if scroll else table
 
 
@@ -386,11 +382,6 @@ def tool_panel_svg(tool: str, rows: Sequence[Row], axis: TimeAxis, index: int) -
 # ------------------------------------------------------------------ sections
 
 
-def _card(value: Any, label: str, definition: str) -> str:
-    return (f'<div class="card" title="{esc(definition)}"><b>{esc(value)}</b><span>{esc(label)}</span>'
-            f"<small>{esc(definition)}</small></div>")
-
-
 def cards(s: Summary) -> str:
     t, r, f = s.totals, s.runs, s.figures
     undeclared = sum(int(x["undeclared_empty"]) for x in s.tools)
@@ -413,7 +404,8 @@ def cards(s: Summary) -> str:
         (f["dead_letters"], "dead letters", f"Inputs that could not be read: {f['run_dead_letters']} inside runs,"
                                             f" {f['dead_letters_outside_runs']} outside any run."),
     ]
-    inner = "".join(_card(v, k, d) for v, k, d in items)
+    inner = "".join(f'<div class="card" title="{esc(d)}"><b>{esc(v)}</b><span>{esc(k)}</span><small>{esc(d)}</small></div>'
+                    for v, k, d in items)
     fit = "".join(f'<li><span class="{"ok" if holds else "no"}">{"✓" if holds else "✗ does not hold:"}</span>'
                   f" {esc(sentence)}</li>" for sentence, holds in s.fit)
     superseded = (f" {t['superseded_rows']} earlier revisions of re-read calls are left out."
@@ -428,23 +420,19 @@ def drawn_tools(s: Summary) -> list[Row]:
     return s.tools[: s.max_tools or len(s.tools)]
 
 
-def tools_cut(s: Summary) -> str:
-    """The sentence saying the charts draw only the worst tools, and the query that lists all ('' when all)."""
-    drawn = len(drawn_tools(s))
-    return (f" The {drawn:,} worst of {len(s.tools):,} tools are drawn; all of them: {ALL_QUERIES['tool_summary']}."
-            if drawn < len(s.tools) else "")
-
-
 def emptiness_section(s: Summary) -> str:
     parts = [(col, label, EMPTINESS_COLOURS[label]) for col, label in EMPTINESS]
+    drawn = drawn_tools(s)
+    more = (f" The {len(drawn):,} worst of {len(s.tools):,} tools are drawn; all of them: {ALL_QUERIES['tool_summary']}."
+            if len(drawn) < len(s.tools) else "")
     return (
         '<section id="emptiness"><h2>Emptiness per tool, worst first</h2>'
         '<p class="note">Shares of the calls read (latest revision of each call).'
         f" {esc(RANK_RULE[0].upper() + RANK_RULE[1:])}: the interval is on the right."
-        f" Click a segment or a tool's name to list its calls.{esc(tools_cut(s))}</p>"
+        f" Click a segment or a tool's name to list its calls.{esc(more)}</p>"
         + legend((label, colour) for _, label, colour in parts)
         + '<div class="scroll" style="max-height:none;border:0">'
-        + tool_bars_svg(drawn_tools(s), parts, "read", "emptiness", "emptiness-chart")
+        + tool_bars_svg(drawn, parts, "read", "emptiness", "emptiness-chart")
         + "</div></section>"
     )
 
