@@ -80,16 +80,11 @@ def run_facts_from(items: Iterable[tuple[str, Event]], snapshot: dict | None = N
             has_turn_end = True
         elif t == PERMISSION_CHECK and type(ev.payload.get("toolCallId")) is not str:
             loose.append((source, ev.index, ev.payload.get("target"), ev.payload.get("result")))
-    paused = None
-    if type(snapshot) is dict:
-        state = snapshot.get("sharedState")
-        if type(state) is dict:
-            p = state.get("pausedToolCallId")
-            if type(p) is str and p:
-                paused = p
+    state = snapshot.get("sharedState") if type(snapshot) is dict else None
+    paused = state.get("pausedToolCallId") if type(state) is dict else None
     return RunFacts(
         resumed_leg=has_resume or (has_turn_end and not has_turn_start),
-        paused_call_id=paused,
+        paused_call_id=paused if type(paused) is str and paused else None,
         loose_permission_checks=tuple(loose),
         resume_tool=resume_tool,
         resume_call_id=resume_call_id,
@@ -213,39 +208,23 @@ def join_call_events(
     history_names: dict[str, str] | None = None,
     session_id: str | None = None,
     served: bool = False,
+    presorted: bool = False,
 ) -> list[Call]:
     """One id's events of one run → its call occurrences (an empty list: not a call).
 
     `items` are `(source_file, Event)`. With `ordered` None, order is known
     when every event comes from one file (then sorted by index); events from
-    several files make one occurrence, by the library's rule.
+    several files make one occurrence, by the library's rule. `presorted`:
+    `items` are already in that order.
     """
     if ordered is None:
         ordered = len({f for f, _ in items}) <= 1
-    if ordered:
-        items = sorted(items, key=lambda it: it[1].index)
-    else:
-        items = sorted(items, key=lambda it: (it[0], it[1].index))
-    return _join_sorted(run_id, call_id, items, facts, ordered, history_names, session_id, served)
-
-
-def _join_sorted(
-    run_id: str,
-    call_id: str,
-    items: list[tuple[str, Event]],
-    facts: RunFacts | None,
-    ordered: bool,
-    history_names: dict[str, str] | None,
-    session_id: str | None,
-    served: bool,
-) -> list[Call]:
-    """`join_call_events` on items already in the order it sorts them into."""
+    if not presorted:
+        items = sorted(items, key=(lambda it: it[1].index) if ordered else (lambda it: (it[0], it[1].index)))
     facts = facts or RunFacts()
     names = history_names or {}
-    calls = []
-    for n, occ in enumerate(_occurrences(items, ordered), start=1):
-        calls.append(_build_call(run_id, call_id, n, occ, facts, names, session_id, served))
-    return calls
+    return [_build_call(run_id, call_id, n, occ, facts, names, session_id, served)
+            for n, occ in enumerate(_occurrences(items, ordered), start=1)]
 
 
 CALL = "call"
@@ -302,11 +281,10 @@ def join_run(run: RunInput) -> JoinedRun:
             dead.append(dead_letter_of(source, ev, *kind))
     facts = run_facts_from(fact_items, run.snapshot)
     names = history_tool_names(run.snapshot)
-    join = _join_sorted if in_order else join_call_events
     calls: list[Call] = []
     used = 0
     for cid, items in by_id.items():
-        occ = join(run_id, cid, items, facts, True, names, run.session_id, run.served_under_policy)
+        occ = join_call_events(run_id, cid, items, facts, True, names, run.session_id, run.served_under_policy, in_order)
         n_used = sum(len(c.events) for c in occ)
         used += n_used
         not_needed += len(items) - n_used
