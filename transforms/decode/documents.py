@@ -23,7 +23,7 @@ from footprint_audit.schemas.events import (
 from .byte_streams import READ_ERRORS, Prepended, SourceError, decompress, document_too_large_detail, strip_bom
 from .envelopes import (
     DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_DEPTH, RAW_KEEP_BYTES, check_envelope, depth_over, dump, js_kind, maybe_too_deep,
-    not_json_detail, own_or_hint, parse_utf8_safe, plain_event, too_deep, too_large, with_article,
+    not_json_detail, own_or_hint, parse_utf8_safe, plain_event, too_deep, too_large, with_article, writes_back,
 )
 from .formats import InputFormat, Opened
 from .lines import JSON_LINES, stream_lines
@@ -154,38 +154,17 @@ def served_under_policy(snapshot: Any) -> bool:
     return any(type(row) is dict and row.get("id") == REDACTION_RECORDER_ID for row in recorders)
 
 
-def _writes_whole(doc: Any) -> bool:
-    """True when orjson writes `doc` back: then nothing in it nests deeper than `MAX_EVENT_DEPTH`.
-
-    orjson refuses more than 254 levels, the limit itself, so a document it
-    writes has no event (and no snapshot) too deep; one C pass instead of
-    counting brackets, walking the snapshot and writing the events again.
-    """
-    try:
-        orjson.dumps(doc)
-    except (TypeError, orjson.JSONEncodeError):  # too deep, an integer beyond 64 bits, a lone surrogate
-        return False
-    return True
-
-
 def _document_items(
     source_file: str, document: _Document, max_event_bytes: int, size: int, checked: bool = False
 ) -> Iterator[Event | DeadLetter]:
     """The document's events in order, each an `Event` or its dead letter.
 
     `checked`: the caller knows the whole document is at most `max_event_bytes`
-    and that orjson writes it (`_writes_whole`), so no element is too large or
+    and that orjson writes it (`writes_back`), so no element is too large or
     too deep and the per-element checks are skipped.
     """
     events = document.events
-    if not checked and size <= max_event_bytes:
-        try:
-            orjson.dumps(events)  # no element is too large, and none nests too deep
-        except (TypeError, orjson.JSONEncodeError):
-            pass
-        else:
-            checked = True
-    if checked:
+    if checked or (size <= max_event_bytes and writes_back(events)):
         for index, element in enumerate(events):
             ev = plain_event(element, index)
             if ev is None:
@@ -245,7 +224,7 @@ def parse_document(source_file: str, data: bytes, max_event_bytes: int, utf8_saf
     except SourceError as exc:
         return file_failure(source_file, exc.reason, exc.detail, data)
     # A document orjson writes back nests nothing too deep; only one it refuses is looked at closely.
-    checked = len(text) <= max_event_bytes and _writes_whole(doc)
+    checked = len(text) <= max_event_bytes and writes_back(doc)
     depth = depth_over(document.snapshot) if not checked and maybe_too_deep(text) else None
     if depth is not None:
         detail = (

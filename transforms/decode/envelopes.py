@@ -38,6 +38,7 @@ __all__ = [
     "too_deep",
     "too_large",
     "with_article",
+    "writes_back",
 ]
 
 _EVENT_PREFIX_LEN = len(EVENT_PREFIX)
@@ -237,7 +238,7 @@ def event_from_bytes(source_file: str, index: int, data: bytes, where: str) -> E
         element = parse_utf8_safe(data)
     except JSONError as exc:
         return DeadLetter(source_file, index, None, REASON_NOT_JSON, not_json_detail(where, data, exc), data)
-    if len(data) > MAX_EVENT_DEPTH and maybe_too_deep(data) and not _writes_back(element):
+    if len(data) > MAX_EVENT_DEPTH and maybe_too_deep(data) and not writes_back(element):
         depth = depth_over(element)
         if depth is not None:
             return too_deep(source_file, index, where, depth, data, own_or_hint(element, None))
@@ -259,12 +260,12 @@ def event_read_again(data: bytes | memoryview, index: int) -> Event:
     return item
 
 
-def _writes_back(element: Any) -> bool:
-    """True when orjson writes `element` back: it refuses more than `MAX_EVENT_DEPTH` levels, so
-    then nothing nests too deep (and the walk of `depth_over` is left out)."""
+def writes_back(value: Any) -> bool:
+    """True when orjson writes `value` back: it refuses more than `MAX_EVENT_DEPTH` levels, so then
+    nothing in it nests too deep (and the walk of `depth_over` is left out)."""
     try:
-        orjson.dumps(element)
-    except (TypeError, orjson.JSONEncodeError):  # too deep, or an integer beyond 64 bits: walked
+        orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # too deep, an integer beyond 64 bits, a lone surrogate
         return False
     return True
 
