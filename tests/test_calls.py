@@ -323,7 +323,7 @@ def test_a_call_started_and_never_ended_is_unknown():
     rec.start("c1")
     call = only_call(rec)
     assert call.outcome == "unknown" and call.withheld_by is None
-    assert call.has_value is False
+    assert call.value_read()[1] is None
 
 
 def test_run_and_session_come_from_the_tool_end_meta():
@@ -1061,7 +1061,7 @@ def test_history_tool_messages_after_the_last_user_message_are_committed_state_c
     for c in calls.values():
         assert (c.outcome, c.withheld_by, c.occurrence, c.event_index, c.end) == ("ran", None, 1, None, None)
         assert (c.run_id, c.session_id, c.source_file) == (RUN, SESSION, FILE)
-        assert c.described is UNDEFINED and c.has_value
+        assert c.described is UNDEFINED and c.value_read()[1] == "history"
 
 
 def test_committed_state_calls_skip_ids_that_have_events():

@@ -96,10 +96,6 @@ class Call:
         said = self.trace
         return said["callIdFrom"] if said is not None and type(said.get("callIdFrom")) is str else "toolCallId"
 
-    @property
-    def has_value(self) -> bool:
-        return self.end is not None or self.history_value is not UNDEFINED
-
     def value_read(self) -> tuple[Any, str | None]:
         """(value the model read, where it came from): `modelResult`, `result` or `history`; a trace's
         end that recorded neither (a failed span) says None, as a call with no end does."""

@@ -31,7 +31,7 @@ from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
 
 __all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns",
-           "READER_VERSION", "kept_out_test"]
+           "READER_VERSION"]
 
 
 #: What a reading records it was read by: the reader rules' version (`readers.rules`).
@@ -43,11 +43,6 @@ _IN_ORDER = itemgetter(*READING_COLUMNS)
 
 #: `served_rest` is cut to this many characters.
 SERVED_REST_MAX = 4096
-
-
-def kept_out_test(value: Any) -> bool:
-    """`isPlaceholder`: the value is a redaction placeholder."""
-    return is_placeholder(value)
 
 
 #: The reading columns of a call that is not read (no value, not `ran`, withheld).
@@ -315,7 +310,7 @@ def _reading(
     call: Call, value: Any, data: Any, door: dict | None, rows_at: str | None, declared: Any, redacted: bool = False
 ) -> dict:
     """The reading columns of a read call, by name (see `_NOT_READ`)."""
-    kept_out = kept_out_test if call.served_under_policy else None
+    kept_out = is_placeholder if call.served_under_policy else None
     if redacted or (kept_out is not None and is_placeholder(value)):
         return _REDACTED
     # `data` is already parsed once: hand it on (parse_maybe_json of a non-string is itself).
