@@ -22,25 +22,17 @@ import pyarrow as pa
 __all__ = ["give_back_memory", "release_arrow_memory"]
 
 
-def _libc() -> Any:
+def _malloc_trim() -> Any:
+    """glibc's `malloc_trim`, or None where the C library has none."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or None)
-    except OSError:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or None).malloc_trim
+    except (OSError, AttributeError):
         return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
 
 
-def _libc_function(libc: Any, name: str, *argtypes: Any) -> Any:
-    """The C library's function `name` (an `int` result), or None where the library has none."""
-    function = getattr(libc, name, None)
-    if function is None:
-        return None
-    function.argtypes = list(argtypes)
-    function.restype = ctypes.c_int
-    return function
-
-
-_LIBC = _libc()
-_TRIM = _libc_function(_LIBC, "malloc_trim", ctypes.c_size_t)
+_TRIM = _malloc_trim()
 
 
 def release_arrow_memory() -> None:
