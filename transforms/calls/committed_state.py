@@ -33,13 +33,8 @@ def _history_messages(snapshot: dict | None) -> list[dict]:
         history = state.get("history")
         if type(history) is not list:
             continue
-        last_person = -1
-        for i, msg in enumerate(history):
-            if type(msg) is dict and msg.get("role") == "user":
-                last_person = i
-        for msg in history[last_person + 1 :]:
-            if type(msg) is dict and msg.get("role") == "tool":
-                out.append(msg)
+        last_person = max((i for i, msg in enumerate(history) if type(msg) is dict and msg.get("role") == "user"), default=-1)
+        out += [msg for msg in history[last_person + 1 :] if type(msg) is dict and msg.get("role") == "tool"]
     return out
 
 
@@ -107,11 +102,7 @@ def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]
                 "absent": any(r.get("kind") == "absence" for r in rows),
                 "bounded": any(r.get("kind") == "ledger" for r in rows),
             }
-        iteration = None
-        for r in rows:
-            iteration = int_or_none(r.get("iteration"))
-            if iteration is not None:
-                break
+        iteration = next((n for r in rows if (n := int_or_none(r.get("iteration"))) is not None), None)
         calls.append(
             Call(
                 run_id=run_id,
@@ -127,7 +118,6 @@ def committed_state_calls(run: RunInput, event_call_ids: set[str]) -> list[Call]
                 door_bounded=bool(door and door["bounded"]),
                 history_value=tool_bytes_of(msg),
                 committed_door=door,
-                event_index=None,
                 served_under_policy=run.served_under_policy,
             )
         )
