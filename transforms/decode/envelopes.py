@@ -138,14 +138,6 @@ def dump(value: Any) -> bytes:
         return str(value).encode("utf-8", "surrogatepass")
 
 
-def _string_run_id(meta: Any) -> str | None:
-    if type(meta) is dict:
-        run_id = meta.get("runId")
-        if type(run_id) is str and run_id:
-            return run_id
-    return None
-
-
 def _envelope_problem(element: Any) -> str | None:
     """Why `element` is not a `{type, payload, meta}` envelope, or None when it is one."""
     if type(element) is not dict:
@@ -192,27 +184,13 @@ def check_envelope(
     if event is not None:
         return event
     where = where or f"Event {index}"
-    own_run = _string_run_id(element.get("meta")) if type(element) is dict else None
     problem = _envelope_problem(element)
     if problem is not None:
-        return DeadLetter(
-            source_file,
-            index,
-            own_run or run_hint,
-            REASON_NOT_AN_EVENT,
-            f"{where} is not an event envelope {{type, payload, meta}}: {problem}.",
-            raw if raw is not None else dump(element),
-        )
-    if own_run is None:
-        return DeadLetter(
-            source_file,
-            index,
-            run_hint,
-            REASON_MISSING_RUN_ID,
-            f"{where} ({element['type'][:100]}) has no non-empty string `meta.runId`, so it cannot be put in a run.",
-            raw if raw is not None else dump(element),
-        )
-    return Event(index, short_type(element["type"]), element["payload"], element["meta"])
+        reason, detail = REASON_NOT_AN_EVENT, f"{where} is not an event envelope {{type, payload, meta}}: {problem}."
+    else:  # a well-formed envelope: `plain_event` takes every one with a run id
+        reason = REASON_MISSING_RUN_ID
+        detail = f"{where} ({element['type'][:100]}) has no non-empty string `meta.runId`, so it cannot be put in a run."
+    return DeadLetter(source_file, index, own_or_hint(element, run_hint), reason, detail, dump(element) if raw is None else raw)
 
 
 def too_large(source_file: str, index: int, where: str, size: int, cap: int, raw: bytes, run_id: str | None = None) -> DeadLetter:
@@ -320,5 +298,6 @@ def not_json_detail(where: str, data: bytes, exc: JSONError) -> str:
 
 def own_or_hint(element: Any, hint: str | None) -> str | None:
     """The run id `element`'s own `meta.runId` names (a non-empty string), else `hint`."""
-    own = _string_run_id(element.get("meta")) if type(element) is dict else None
-    return own or hint
+    meta = element.get("meta") if type(element) is dict else None
+    own = meta.get("runId") if type(meta) is dict else None
+    return own if type(own) is str and own else hint
