@@ -351,18 +351,14 @@ def _said_events(said: Said, index: int, meta: dict[str, Any], span_id: str, rea
 _SUMMARY_SPANS = frozenset({"execute_tool (merged)"})
 
 
-def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event] | tuple[str, str]:
-    """One span → its events from position `index` on, or `(reason, detail)` for its dead letter.
+def span_events(span: dict, index: int, seen: set[tuple[str, str]]) -> list[Event] | tuple[str, str]:
+    """One span with a `traceId` → its events from position `index` on, or `(reason, detail)` for its dead letter.
 
     A tool call gives its start and, when the span recorded a result or an error, its end; any
     other span gives one not-needed event. `seen`: the tool spans `(traceId, spanId)` read so far
     in the file: a tool span seen again (a retried export writes a span twice) is not needed.
     """
-    if type(span) is not dict:
-        return REASON_NOT_AN_EVENT, "is not an object"
-    trace_id = span.get("traceId")
-    if type(trace_id) is not str or not trace_id:
-        return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
+    trace_id = span["traceId"]
     span_id: str = span["spanId"] if type(span.get("spanId")) is str else ""
     raw = _raw_attributes(span.get("attributes"))  # only the attributes read are decoded
     began, ended = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
@@ -405,14 +401,10 @@ def span_events(span: Any, index: int, seen: set[tuple[str, str]]) -> list[Event
     return events
 
 
-def _log_event(record: Any, index: int) -> list[Event] | tuple[str, str]:
-    """One log record → the tool calls its chat messages say (an inference details event, a
-    `gen_ai.tool.message` event), else one not-needed event of its trace's run."""
-    if type(record) is not dict:
-        return REASON_NOT_AN_EVENT, "is not an object"
-    trace_id = record.get("traceId")
-    if type(trace_id) is not str or not trace_id:
-        return REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
+def _log_event(record: dict, index: int) -> list[Event]:
+    """One log record with a `traceId` → the tool calls its chat messages say (an inference details
+    event, a `gen_ai.tool.message` event), else one not-needed event of its trace's run."""
+    trace_id = record["traceId"]
     ms = _ms(_nanos(record.get("timeUnixNano"))) or _ms(_nanos(record.get("observedTimeUnixNano")))
     meta = {"runId": trace_id, "wallClockMs": ms}
     raw = _raw_attributes(record.get("attributes"))
@@ -501,12 +493,17 @@ def data_items(
     items: list[Event | DeadLetter] = []
     for n, (kind, item) in enumerate(_spans_and_logs(data)):
         at = index + len(items)
-        made = span_events(item, at, seen) if kind == "Span" else _log_event(item, at)
+        trace_id = item.get("traceId") if type(item) is dict else None
+        if type(item) is not dict:
+            made: list[Event] | tuple[str, str] = REASON_NOT_AN_EVENT, "is not an object"
+        elif type(trace_id) is not str or not trace_id:
+            made = REASON_MISSING_RUN_ID, "has no `traceId`, so it belongs to no run"
+        else:
+            made = span_events(item, at, seen) if kind == "Span" else _log_event(item, at)
         if isinstance(made, tuple):
             reason, detail = made
-            run_id = item.get("traceId") if type(item) is dict and type(item.get("traceId")) is str else None
-            items.append(DeadLetter(source_file, at, run_id or None, reason, f"{kind} {n} of {where.lower()} {detail}.",
-                                    dump(item)))
+            run_id = trace_id if type(trace_id) is str and trace_id else None
+            items.append(DeadLetter(source_file, at, run_id, reason, f"{kind} {n} of {where.lower()} {detail}.", dump(item)))
         else:
             items += made
     return items
