@@ -14,6 +14,7 @@ Emits:   nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -152,26 +153,14 @@ def count_joined(counts: dict[tuple, RunCounts], items: list[tuple[str, Event]],
     occurrences took are used, the rest not needed; a call is counted in its run and the file of its
     `tool_end`. `run_id`: the run of every event (a call key's); None: each event is counted in its
     own run (a call joined across traces)."""
-    used: dict[tuple, int] = {}
-    for call in calls:
-        for source, ev in call.events:
-            key = (run_id or ev.run_id, source)
-            used[key] = used.get(key, 0) + 1
-    totals: dict[tuple, int] = {}
-    for source, ev in items:
-        key = (run_id or ev.run_id, source)
-        totals[key] = totals.get(key, 0) + 1
-    ends: dict[tuple, int] = {}
-    for call in calls:
-        if call.end_file is not None:
-            key = (call.run_id, call.end_file)
-            ends[key] = ends.get(key, 0) + 1
+    used = Counter((run_id or ev.run_id, source) for call in calls for source, ev in call.events)
+    totals = Counter((run_id or ev.run_id, source) for source, ev in items)
+    ends: Counter[tuple] = Counter((call.run_id, call.end_file) for call in calls if call.end_file is not None)
     for key, total in totals.items():
         c = counts_for(counts, *key)
-        took = used.get(key, 0)
-        c.used += took
-        c.not_needed += total - took
-        c.tool_calls += ends.get(key, 0)
+        c.used += used[key]
+        c.not_needed += total - used[key]
+        c.tool_calls += ends[key]
 
 
 def moved_counts(ev: Event, to: str) -> RunCounts:
