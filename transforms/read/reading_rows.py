@@ -29,6 +29,7 @@ from footprint_audit.readers.rules import RULES_VERSION
 from footprint_audit.schemas.events import TRACE_REDACTED, event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
+from footprint_audit.transforms.calls.call_types import str_or_none
 
 __all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns",
            "READER_VERSION"]
@@ -174,18 +175,12 @@ def reading_values(
     `trace_value_limit`: `Declarations.trace_value_limit` (`maybe_recorder_cut`).
     """
     end = call.end
-    if end is not None:
-        end_p = end.payload
-        ended_at = event_time(end.meta.get("wallClockMs"))
-        duration = end_p.get("durationMs")
-        duration = float(duration) if is_js_number(duration) else None
-        status = end_p.get("status")
-        if type(status) is not str:
-            status = None
-        disagrees = "modelResult" in end_p and "result" in end_p and not same_value(end_p["result"], end_p["modelResult"])
-    else:
-        ended_at = duration = status = None
-        disagrees = False
+    end_p = end.payload if end is not None else {}
+    ended_at = event_time(end.meta.get("wallClockMs")) if end is not None else None
+    duration = end_p.get("durationMs")
+    duration = float(duration) if is_js_number(duration) else None
+    status = str_or_none(end_p.get("status"))
+    disagrees = "modelResult" in end_p and "result" in end_p and not same_value(end_p["result"], end_p["modelResult"])
     value, value_from = call.value_read()
     from_trace = call.trace is not None
     door_absent, door_bounded = call.door_absent, call.door_bounded
@@ -224,8 +219,7 @@ def reading_values(
         "value_from": value_from,
         "value_disagrees": disagrees,
         # a trace's text blocks read as their text (`transforms.decode.content_blocks` notes it beside the value)
-        "value_unwrapped": from_trace and value_from is not None and end is not None
-        and end.payload.get(value_from + "Unwrapped") is True,
+        "value_unwrapped": from_trace and value_from is not None and end_p.get(value_from + "Unwrapped") is True,
         "door_from": call.door_from,
         "door_absent": door_absent,
         "door_bounded": door_bounded,
