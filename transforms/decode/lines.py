@@ -96,35 +96,6 @@ class Line:
     size: int
 
 
-def _physical_lines(stream: BinaryIO, max_line_bytes: int, counter: _CountingLines | None = None) -> Iterator[Line]:
-    """Lines of `stream`, never holding more than `max_line_bytes` (+2) of one line.
-
-    `counter`, when given, is told the number of the next line before each line is handed out.
-    """
-    number = 0
-    cap = max_line_bytes + 2
-    readline = stream.readline
-    while True:
-        line = readline(cap)
-        if not line:
-            return
-        if line[-1:] == b"\n":  # the common case: a whole line
-            line = line[:-2] if line[-2:] == b"\r\n" else line[:-1]
-            size = len(line)
-        elif len(line) == cap:
-            size = cap + _drain_line(stream)
-            line = line[:RAW_KEEP_BYTES]
-        else:  # the last line, without an end of line
-            line = line[:-1] if line[-1:] == b"\r" else line
-            size = len(line)
-        if number == 0 and line.startswith(UTF8_BOM):
-            line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
-        if counter is not None:
-            counter.next_number = number + 1
-        yield Line(number, line, size)
-        number += 1
-
-
 def _drain_line(stream: BinaryIO) -> int:
     """Skip the rest of an oversized line; returns how many bytes it had (end of line left out)."""
     skipped = 0
@@ -237,7 +208,8 @@ def iter_lines(
 
 
 class _CountingLines:
-    """`_physical_lines` that remembers the number of the next line (for read errors)."""
+    """The lines of a stream, never holding more than `max_event_bytes` (+2) of one line; it
+    remembers the number of the next line (for read errors)."""
 
     def __init__(self, stream: BinaryIO, max_event_bytes: int) -> None:
         self._stream = stream
@@ -245,7 +217,27 @@ class _CountingLines:
         self.next_number = 0
 
     def __iter__(self) -> Iterator[Line]:
-        return _physical_lines(self._stream, self._max, self)
+        number = 0
+        cap = self._max + 2
+        readline = self._stream.readline
+        while True:
+            line = readline(cap)
+            if not line:
+                return
+            if line[-1:] == b"\n":  # the common case: a whole line
+                line = line[:-2] if line[-2:] == b"\r\n" else line[:-1]
+                size = len(line)
+            elif len(line) == cap:
+                size = cap + _drain_line(self._stream)
+                line = line[:RAW_KEEP_BYTES]
+            else:  # the last line, without an end of line
+                line = line[:-1] if line[-1:] == b"\r" else line
+                size = len(line)
+            if number == 0 and line.startswith(UTF8_BOM):
+                line, size = line[len(UTF8_BOM) :], size - len(UTF8_BOM)
+            self.next_number = number + 1
+            yield Line(number, line, size)
+            number += 1
 
 
 #: JSON Lines: one event envelope per line (`.jsonl`, `.ndjson`, or a first line that is an event).
