@@ -113,21 +113,12 @@ def parse_utf8_safe(text: bytes | memoryview) -> Any:
         return parse_json(_lone_surrogates_replaced(bytes(text)))  # bytes(): no copy of bytes
 
 
+_JS_KINDS = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
 def js_kind(value: Any) -> str:
-    """The JavaScript name of `value`'s JSON type (`null`, `boolean`, `number`, `string`, `array`, `object`)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    """The JavaScript name of a parsed JSON value's type (`null`, `boolean`, `number`, `string`, `array`, `object`)."""
+    return _JS_KINDS.get(type(value), type(value).__name__)
 
 
 def dump(value: Any) -> bytes:
