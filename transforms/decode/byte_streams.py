@@ -169,7 +169,7 @@ def decompressing(raw: Any) -> BinaryIO:
 
 
 def open_stream(path: str) -> BinaryIO:
-    """Open `path` (local, or anything Beam's `FileSystems` opens) as a streaming, decompressed binary reader.
+    """Open a path Beam's `FileSystems` opens (`sources` opens local ones itself) as a streaming, decompressed reader.
 
     Beam is asked for the raw bytes (`UNCOMPRESSED`); gzip and zstd are told
     by their magic bytes, not by the file name, and decompressed as the
@@ -179,11 +179,7 @@ def open_stream(path: str) -> BinaryIO:
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
 
-    if FileSystems.get_scheme(path) is None:
-        # A local path: opened as Beam's local file system opens it, without its per-call plugin lookup.
-        raw = open(path, "rb", buffering=1 << 20)
-    else:
-        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     try:
         return decompressing(raw)
     except BaseException:
