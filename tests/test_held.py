@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.decode.envelopes import event_from_message
+from footprint_audit.transforms.decode.envelopes import event_from_bytes
 from footprint_audit.transforms.join.held_codec import decode_held, encode_held, hold, pack_held, unpack_held
 
 
@@ -50,7 +50,7 @@ def test_what_json_cannot_hold_exactly_is_pickled_and_read_back_equal(payload):
 
 
 def _read(line: bytes, index: int = 3) -> Event:
-    item = event_from_message("f.jsonl", index, line)
+    item = event_from_bytes("f.jsonl", index, line, f"Message {index}")
     assert isinstance(item, Event)
     return item
 

@@ -30,7 +30,7 @@ from footprint_audit.schemas.events import (
 from footprint_audit.transforms.calls import add_counts
 from footprint_audit.transforms.dead_letters import DEAD_LETTERS
 from footprint_audit.transforms.decode import ITEM_STRIDE, items_from_message, messages
-from footprint_audit.transforms.decode.envelopes import event_from_message
+from footprint_audit.transforms.decode.envelopes import event_from_bytes
 from footprint_audit.transforms.decode.sources import read_source
 from footprint_audit.transforms.stream.events import COUNTS, KEYED, ClassifyAndKeyFn, ParseMessageFn
 from footprint_audit.transforms.stream.join import StatefulCallJoin
@@ -91,7 +91,7 @@ def test_a_record_of_one_envelope_is_read_as_before():
     body = (b'{"type": "agentfootprint.stream.tool_start", "payload": {"toolCallId": "c1"}, '
             b'"meta": {"runId": "r1", "wallClockMs": 5}}')
     (event,) = items_from_message(SOURCE, 7, body)
-    assert event == event_from_message(SOURCE, 7, body) and event.index == 7 and event.raw == body
+    assert event == event_from_bytes(SOURCE, 7, body, "Message 7") and event.index == 7 and event.raw == body
     # protobuf (the Collector's default `otlp_proto`) is no OTLP/JSON: one not-json dead letter, as before
     (letter,) = items_from_message(SOURCE, 8, b"\n\x8a\x01\n\x1e\n\x0cservice.name")
     assert (letter.reason, letter.event_index) == (REASON_NOT_JSON, 8)

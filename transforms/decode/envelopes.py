@@ -4,7 +4,7 @@ Pattern: pure functions over bytes and parsed JSON (parsed only with `readers.pa
 Role:    decides whether an element is a `{type, payload, meta}` envelope, its run id, and
          the dead-letter reason of everything else (`not-json`, `not-an-event`,
          `missing-run-id`, `too-large`; docs/output.md §4). Used by the document and line
-         readers and by the stream's message parsing (`event_from_message`, through `messages.items_from_message`).
+         readers and by the stream's message parsing (`messages.items_from_message`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ __all__ = [
     "depth_over",
     "dump",
     "event_from_bytes",
-    "event_from_message",
     "event_read_again",
     "js_kind",
     "maybe_too_deep",
@@ -266,16 +265,6 @@ def too_deep(source_file: str, index: int | None, where: str, depth: int, raw: b
         "for one event; it was not read.",
         raw[:RAW_KEEP_BYTES],
     )
-
-
-def event_from_message(
-    source: str, index: int, data: bytes, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
-) -> Event | DeadLetter:
-    """One message of a stream source (a Kafka record, a Pub/Sub message) → Event or DeadLetter."""
-    where = f"Message {index}"
-    if len(data) > max_event_bytes:
-        return too_large(source, index, where, len(data), max_event_bytes, data)
-    return event_from_bytes(source, index, data, where)
 
 
 def not_json_detail(where: str, data: bytes, exc: JSONError) -> str:

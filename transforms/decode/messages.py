@@ -5,7 +5,7 @@ Role:    the one place a stream tells what a message is, JSON first. One whose h
          OTLP claim takes (`OTLP_JSON.claims`: the OpenTelemetry Collector's `kafka` exporter with
          `encoding: otlp_json` writes one `TracesData` / `LogsData` per record) is read as one line
          of an OTLP/JSON file is (`otlp_json.message_items`): many events, or one dead letter. Any
-         other is one event envelope (`envelopes.event_from_message`), unless it is not JSON and
+         other is one event envelope (`envelopes.event_from_bytes`), unless it is not JSON and
          reads as a binary OTLP request with a resource (`otlp_proto.request_data`: the `kafka`
          exporter's default, `otlp_proto`), then read as that request's OTLP/JSON would be.
 Positions: the items of a message share its position (`index`: a Kafka offset) and keep their
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from footprint_audit.schemas.events import REASON_NOT_JSON, REASON_TOO_LARGE, DeadLetter, Event
 
-from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_message
+from .envelopes import DEFAULT_MAX_EVENT_BYTES, RAW_KEEP_BYTES, event_from_bytes, too_large
 from .otlp_json import OTLP_JSON, data_items, message_items
 from .otlp_proto import request_data
 
@@ -39,10 +39,12 @@ def items_from_message(
     """A message at position `index` of `source` → its events and dead letters, in their order in it
     (an OTLP message, JSON or protobuf: its spans' and log records' items; else one envelope, or its dead letter)."""
     where = f"Message {index}"
-    if len(data) <= max_event_bytes and OTLP_JSON.claims(data):
+    if len(data) > max_event_bytes:
+        return [too_large(source, index, where, len(data), max_event_bytes, data)]
+    if OTLP_JSON.claims(data):
         items = message_items(source, data, where, max_event_bytes)
     else:
-        envelope = event_from_message(source, index, data, max_event_bytes)
+        envelope = event_from_bytes(source, index, data, where)
         request = request_data(data) if isinstance(envelope, DeadLetter) and envelope.reason == REASON_NOT_JSON else None
         if request is None:
             return [envelope]
