@@ -35,10 +35,7 @@ _COMPRESSION_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
 def _base_name(name: str) -> str:
     """The lower-case file name without its compression suffix (`x.jsonl.gz` → `x.jsonl`)."""
     lowered = name.lower()
-    for suffix in _COMPRESSION_SUFFIXES:
-        if lowered.endswith(suffix):
-            return lowered[: -len(suffix)]
-    return lowered
+    return next((lowered[: -len(suffix)] for suffix in _COMPRESSION_SUFFIXES if lowered.endswith(suffix)), lowered)
 
 
 def sniff(head: bytes, name: str = "") -> InputFormat:
