@@ -135,9 +135,7 @@ class JoinedRun:
 
 def int_or_none(v: Any) -> int | None:
     """`v` as an int when it is a whole number that fits 32 bits signed (an integral float too), else None."""
-    if type(v) is int:
-        return v if -(2**31) <= v < 2**31 else None
-    if type(v) is float and v.is_integer() and -(2**31) <= v < 2**31:
+    if (type(v) is int or (type(v) is float and v.is_integer())) and -(2**31) <= v < 2**31:
         return int(v)
     return None
 
