@@ -137,13 +137,6 @@ class _SSEBlock:
         self.data.append(value)
 
 
-def _sse_field(line: bytes) -> tuple[bytes, bytes]:
-    name, colon, value = line.partition(b":")
-    if colon and value.startswith(b" "):
-        value = value[1:]
-    return name, value
-
-
 def _sse_blocks(lines: Iterable[Line]) -> Iterator[_SSEBlock]:
     """SSE blocks with a `data` or `event` field; comments (`: ping`) and `id`/`retry`-only blocks are skipped."""
     block: _SSEBlock | None = None
@@ -158,9 +151,9 @@ def _sse_blocks(lines: Iterable[Line]) -> Iterator[_SSEBlock]:
         if block is None:
             block = _SSEBlock(line.number, [], [])
         block.lines.append(line.data)
-        name, value = _sse_field(line.data)
+        name, colon, value = line.data.partition(b":")
         if name == b"data":
-            block.add_data(line, value)
+            block.add_data(line, value[1:] if colon and value.startswith(b" ") else value)
         elif name == b"event":
             block.has_event_field = True
     if block is not None and (block.data or block.has_event_field):
