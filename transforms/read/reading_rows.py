@@ -29,7 +29,6 @@ from footprint_audit.readers.rules import RULES_VERSION
 from footprint_audit.schemas.events import TRACE_REDACTED, event_time
 from footprint_audit.schemas.tables import READINGS
 from footprint_audit.transforms.calls import DOOR_VALUE, Call, is_placeholder
-from footprint_audit.transforms.calls.call_types import str_or_none
 
 __all__ = ["maybe_recorder_cut", "reading_row", "reading_values", "same_value", "READING_COLUMNS", "served_columns",
            "READER_VERSION"]
@@ -179,7 +178,7 @@ def reading_values(
     ended_at = event_time(end.meta.get("wallClockMs")) if end is not None else None
     duration = end_p.get("durationMs")
     duration = float(duration) if is_js_number(duration) else None
-    status = str_or_none(end_p.get("status"))
+    status = end_p.get("status") if type(end_p.get("status")) is str else None
     disagrees = "modelResult" in end_p and "result" in end_p and not same_value(end_p["result"], end_p["modelResult"])
     value, value_from = call.value_read()
     from_trace = call.trace is not None
