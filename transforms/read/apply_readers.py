@@ -26,9 +26,6 @@ from .reading_rows import READER_VERSION, reading_values
 
 __all__ = ["ApplyReaders"]
 
-#: Seconds between progress lines on stderr (per worker process).
-PROGRESS_EVERY = 2.0
-
 
 class _ApplyReadersFn(beam.DoFn):
     def __init__(self, declarations: Declarations, reader_version: str, progress: bool = True) -> None:
@@ -40,7 +37,7 @@ class _ApplyReadersFn(beam.DoFn):
     def setup(self) -> None:
         self._n = 0
         self._counted = 0
-        self._ticker = Ticker(PROGRESS_EVERY, self.progress)
+        self._ticker = Ticker(enabled=self.progress)
 
     def process(self, calls: CallGroup | Call) -> tuple[ReadingRows]:
         # One list per group, and the counter added up once per bundle.
