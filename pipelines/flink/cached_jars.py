@@ -28,6 +28,7 @@ __all__ = [
     "job_server_folder",
     "on_flink",
     "runner_of",
+    "FlinkStartError",
     "NOT_CACHED",
     "USE_ENV",
 ]
@@ -44,12 +45,13 @@ NOT_CACHED = ("the Flink job server jar is not cached: run `python tools/fetch_j
               "(it needs java and mvn), or give --flink_job_server_jar")
 
 
+class FlinkStartError(RuntimeError):
+    """The Flink side could not be started (no Java, no job server)."""
+
+
 def default_cache_dir() -> Path:
     """Where the jars are cached: `$FOOTPRINT_AUDIT_JARS`, default `~/.cache/footprint-audit/jars`."""
-    env = os.environ.get("FOOTPRINT_AUDIT_JARS")
-    if env:
-        return Path(env).expanduser()
-    return Path("~/.cache/footprint-audit/jars").expanduser()
+    return Path(os.environ.get("FOOTPRINT_AUDIT_JARS") or "~/.cache/footprint-audit/jars").expanduser()
 
 
 def job_server_folder() -> Path:
@@ -78,16 +80,12 @@ def cached_job_server(beam_args: list[str]) -> list[str]:
     """Beam's arguments with `--flink_job_server_jar` filled in from the cache when the runner is
     Flink, none was given, and the cache has one (or `FOOTPRINT_AUDIT_FLINK_JARS=cached` asks for it).
 
-    Raises `RuntimeError` (`NOT_CACHED`) only when the cache was asked for and holds no job server.
+    Raises `FlinkStartError` (`NOT_CACHED`) only when the cache was asked for and holds no job server.
     """
-    if not on_flink(beam_args):
-        return beam_args
-    if any(a.startswith("--flink_job_server_jar") for a in beam_args):
-        return beam_args
     use = os.environ.get(USE_ENV, "").strip().lower()
-    if use == "beam":
+    if not on_flink(beam_args) or use == "beam" or any(a.startswith("--flink_job_server_jar") for a in beam_args):
         return beam_args
     jar = cached_job_server_jar()
     if jar is None and use == "cached":
-        raise RuntimeError(NOT_CACHED)
+        raise FlinkStartError(NOT_CACHED)
     return beam_args if jar is None else [*beam_args, f"--flink_job_server_jar={jar}"]

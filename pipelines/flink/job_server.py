@@ -28,19 +28,12 @@ from pathlib import Path
 
 from footprint_audit.pipelines.options import flag_given, flag_value
 
-from .cached_jars import NOT_CACHED, cached_job_server, cached_job_server_jar, on_flink
+from .cached_jars import NOT_CACHED, FlinkStartError, cached_job_server, cached_job_server_jar, on_flink
 
-__all__ = ["FlinkStartError", "JobServer", "JobServerError", "OwnJobServer", "default_heap_mb", "with_job_server"]
+__all__ = ["JobServer", "OwnJobServer", "default_heap_mb", "with_job_server"]
 
 _PR_SET_PDEATHSIG = 1
-
-
-class JobServerError(RuntimeError):
-    """The job server did not start."""
-
-
-class FlinkStartError(RuntimeError):
-    """The Flink side could not be started (no Java, no job server)."""
+STARTUP_SECONDS = 180.0  # how long the job server has to listen
 
 
 @dataclass(frozen=True)
@@ -76,14 +69,13 @@ class JobServer:
     """`java -jar JAR --flink-master MASTER` on free loopback ports, tied to this process's life."""
 
     def __init__(
-        self, jar: str, flink_master: str, log_path: Path, startup_seconds: float = 180.0, conf_dir: Path | None = None,
-        heap_mb: int | None = None, c1_only: bool = False,
+        self, jar: str, flink_master: str, log_path: Path, conf_dir: Path | None = None, heap_mb: int | None = None,
+        c1_only: bool = False,
     ) -> None:
         self.jar = jar
         self.flink_master = flink_master
         self.conf_dir = conf_dir  # Flink's configuration for the embedded cluster (a restore point, for one)
         self.log_path = log_path
-        self.startup_seconds = startup_seconds
         self.heap_mb = heap_mb or default_heap_mb()
         self.c1_only = c1_only  # no C2 compiling: a short job never earns its cost back
         self.port = 0
@@ -118,20 +110,20 @@ class JobServer:
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
             )
         except FileNotFoundError as exc:
-            raise JobServerError("`java` is not on PATH: the Flink job server needs Java 11 or newer") from exc
+            raise FlinkStartError("`java` is not on PATH: the Flink job server needs Java 11 or newer") from exc
         finally:
             log.close()
-        deadline = time.monotonic() + self.startup_seconds
+        deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise JobServerError(f"the Flink job server exited with code {self.proc.returncode} (log: {self.log_path})")
+                raise FlinkStartError(f"the Flink job server exited with code {self.proc.returncode} (log: {self.log_path})")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self
             except OSError:
                 time.sleep(0.2)
         self.stop()
-        raise JobServerError(f"the Flink job server did not listen within {self.startup_seconds:.0f} s (log: {self.log_path})")
+        raise FlinkStartError(f"the Flink job server did not listen within {STARTUP_SECONDS:.0f} s (log: {self.log_path})")
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -143,12 +135,6 @@ class JobServer:
             self.proc.kill()
             self.proc.wait()
 
-    def __enter__(self) -> "JobServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 def with_job_server(beam_args: list[str], own: OwnJobServer | None) -> tuple[list[str], JobServer | None]:
     """Beam's arguments with the job server a Flink job is sent to, and the one started here (None:
@@ -158,18 +144,12 @@ def with_job_server(beam_args: list[str], own: OwnJobServer | None) -> tuple[lis
     if not on_flink(beam_args) or flag_given(beam_args, "job_endpoint"):
         return beam_args, None
     if own is None:
-        try:
-            return cached_job_server(beam_args), None
-        except RuntimeError as exc:  # the cache was asked for and holds no job server
-            raise FlinkStartError(str(exc)) from None
+        return cached_job_server(beam_args), None
     jar = flag_value(beam_args, "flink_job_server_jar") or cached_job_server_jar()
     if jar is None:
         raise FlinkStartError(NOT_CACHED)
     master = flag_value(beam_args, "flink_master") or "[local]"
-    try:
-        server = JobServer(jar, "[local]" if master == "[auto]" else master, own.log, conf_dir=own.conf_dir,
-                           heap_mb=own.heap_mb, c1_only=own.bounded).start()
-    except JobServerError as exc:
-        raise FlinkStartError(str(exc)) from exc
+    server = JobServer(jar, "[local]" if master == "[auto]" else master, own.log, conf_dir=own.conf_dir,
+                       heap_mb=own.heap_mb, c1_only=own.bounded).start()
     kept = [a for a in beam_args if not a.startswith("--flink_job_server_jar")]
     return [*kept, f"--job_endpoint={server.endpoint}"], server

@@ -31,8 +31,8 @@ from footprint_audit.pipelines.launch import UsageError
 from footprint_audit.pipelines.options import flag_given, flag_value
 from footprint_audit.transforms.stream import STATE_LAYOUT
 
-from .cached_jars import on_flink
-from .job_server import FlinkStartError, OwnJobServer
+from .cached_jars import FlinkStartError, on_flink
+from .job_server import OwnJobServer
 
 if TYPE_CHECKING:
     from footprint_audit.pipelines.stream import StreamSettings
@@ -93,18 +93,9 @@ def checkpoint_to_resume(settings: StreamSettings) -> Path | None:
     """The checkpoint a Flink job of these settings starts from (None: not on Flink, `--no-resume`, or none
     kept): a job killed after its read had read every record it was bounded to still holds, there, what it
     had not written yet."""
-    if not on_flink(list(settings.beam_args)) or settings.no_resume:
-        return None
-    if "://" in settings.output and not settings.state_dir:
+    if not on_flink(list(settings.beam_args)) or settings.no_resume or ("://" in settings.output and not settings.state_dir):
         return None
     return latest_checkpoint(_state_dir(settings) / "checkpoints")
-
-
-def _forget_other_jobs(checkpoints: Path, keep: Path | None) -> None:
-    """Delete earlier jobs' checkpoint folders, all but the one holding `keep` (what this job restores)."""
-    for job in checkpoints.iterdir():
-        if job.is_dir() and (keep is None or job != keep.parent):
-            shutil.rmtree(job, ignore_errors=True)
 
 
 #: What a restored job must share with the one that wrote the checkpoint: its state holds the read
@@ -194,10 +185,12 @@ class FlinkSession:
         return str(self.state_dir / f"_END-{uuid.uuid4().hex[:12]}")
 
     def forget_checkpoints(self, keep: Path | None = None) -> None:
-        """Delete the state dir's checkpoints (a bounded read that ended: all it read is written and
-        committed), all but the job holding `keep`."""
+        """Delete the state dir's checkpoint folders of every job but the one holding `keep` (what this
+        job restores; a bounded read that ended: all it read is written and committed)."""
         if self.state_dir is not None:
-            _forget_other_jobs(self.state_dir / "checkpoints", keep)
+            for job in (self.state_dir / "checkpoints").iterdir():
+                if job.is_dir() and (keep is None or job != keep.parent):
+                    shutil.rmtree(job, ignore_errors=True)
 
     def __enter__(self) -> "FlinkSession":
         if not on_flink(self.beam_args):
@@ -243,7 +236,7 @@ class FlinkSession:
         for name, value in defaults.items():
             if not flag_given(self.beam_args, name):
                 self.beam_args.append(f"--{name}" if value is None else f"--{name}={value}")
-        _forget_other_jobs(checkpoints, restore)
+        self.forget_checkpoints(keep=restore)
         self.restored = restore
         if not flag_given(self.beam_args, "job_endpoint"):
             conf = _flink_conf(state / "flink-conf", restore) if restore is not None and local else None

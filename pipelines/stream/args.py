@@ -95,13 +95,7 @@ def parser() -> FlagParser:
     p.add_argument("--read-start-seconds", type=float, default=120.0,
                    help="Flink: submit the job again when its Kafka read has not started this long after the job's "
                         "first completed checkpoint (0: never; default 120)")
-    _flink_arguments(p)
-    _watch_arguments(p)
-    return p
-
-
-def _flink_arguments(p: argparse.ArgumentParser) -> None:
-    """`stream`'s flags for durability on Flink."""
+    # durability on Flink
     p.add_argument("--state-dir", metavar="DIR", default=None,
                    help="Flink: where checkpoints and the job server's log are kept (default OUT/_state)")
     p.add_argument("--checkpoint-seconds", type=float, default=10.0,
@@ -111,6 +105,13 @@ def _flink_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: an eighth of the machine's memory, 1024-8192)")
     p.add_argument("--no-resume", action="store_true",
                    help="Flink: start without the state dir's latest checkpoint (default: resume from it when there is one)")
+    # the watch on the running job
+    p.add_argument("--progress-seconds", type=_at_least_zero(float), default=60.0,
+                   help="print a progress line on stderr this often (0: never; default 60)")
+    p.add_argument("--metrics-port", type=_at_least_zero(int, 65535), default=0, metavar="PORT",
+                   help="serve the progress figures for Prometheus on 127.0.0.1:PORT/metrics, and readiness on "
+                        "/ready (default: no endpoint)")
+    return p
 
 
 def _at_least_zero(kind: type, most: float = math.inf) -> Callable[[str], Any]:
@@ -121,12 +122,3 @@ def _at_least_zero(kind: type, most: float = math.inf) -> Callable[[str], Any]:
         return value
 
     return parse
-
-
-def _watch_arguments(p: argparse.ArgumentParser) -> None:
-    """`stream`'s flags for watching the running job."""
-    p.add_argument("--progress-seconds", type=_at_least_zero(float), default=60.0,
-                   help="print a progress line on stderr this often (0: never; default 60)")
-    p.add_argument("--metrics-port", type=_at_least_zero(int, 65535), default=0, metavar="PORT",
-                   help="serve the progress figures for Prometheus on 127.0.0.1:PORT/metrics, and readiness on "
-                        "/ready (default: no endpoint)")

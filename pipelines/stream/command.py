@@ -113,12 +113,11 @@ def positions_file(end_marker: str | None) -> str:
 
 
 def _events(
-    p: beam.Pipeline, source_uri: str, settings: StreamSettings, rewind: bool, started_marker: str,
-    end_marker: str | None,
+    p: beam.Pipeline, settings: StreamSettings, rewind: bool, started_marker: str, end_marker: str | None
 ) -> tuple[beam.PCollection, beam.PCollection]:
     """The source → `(source, Event)` and dead-letter rows, each at its event time; and the
     source's first element (what an end marker waits on besides what was written)."""
-    kind, parts = parse_source(source_uri)
+    kind, parts = parse_source(settings.source)
     if kind == "file":
         files = p | "SourceFiles" >> beam.Create(_expand_files(parts["pattern"], settings.output))
         return files | "ReplayFiles" >> beam.ParDo(ReadFilesAsStreamFn(settings.max_event_bytes)), files
@@ -143,8 +142,6 @@ def _events(
 
 def build_stream(
     p: beam.Pipeline,
-    source_uri: str,
-    out: str,
     declarations: Declarations,
     settings: StreamSettings,
     end_marker: str | None = None,
@@ -162,7 +159,7 @@ def build_stream(
     has no processing-time triggers (Beam's local runner), so the tables are written once, when a
     bounded read ends, as a `file://` replay's always are.
     """
-    events, start = _events(p, source_uri, settings, rewind, started_marker, end_marker)
+    events, start = _events(p, settings, rewind, started_marker, end_marker)
     classified = gives_dead_letters(
         events | "ClassifyAndKey" >> beam.ParDo(ClassifyAndKeyFn()).with_outputs(DEAD_LETTERS, COUNTS, main=KEYED))
     joined = classified[KEYED] | "StatefulCallJoin" >> StatefulCallJoin(
@@ -171,8 +168,8 @@ def build_stream(
     dead = DeadLetterCollector()
     dead.take(classified, joined)
     # A bounded replay is written once, at its end (the local runner has no processing-time triggers).
-    once = write_at_end or parse_source(source_uri)[0] == "file"
-    w, flush = settings.window_seconds, 0 if once else settings.flush_seconds
+    once = write_at_end or parse_source(settings.source)[0] == "file"
+    out, w, flush = settings.output, settings.window_seconds, 0 if once else settings.flush_seconds
     written = [
         joined[READINGS] | "WriteReadings" >> WriteStreamTable("readings", out, w, flush),
         dead.close(p)
@@ -282,7 +279,7 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
         started = str(session.state_dir / READ_STARTED) if watched and session.state_dir else None
         pipeline = runs.pipeline()
         end_marker = session.end_marker() if settings.bounded else None
-        build_stream(pipeline, settings.source, settings.output, declarations, settings, end_marker,
+        build_stream(pipeline, declarations, settings, end_marker,
                      rewind=session.restored is None, started_marker=started or "", write_at_end=runs.named is None)
         if started is not None and os.path.exists(started):
             os.remove(started)
@@ -316,16 +313,15 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
     return state
 
 
-def _refusal(settings: StreamSettings, kind: str, parts: dict) -> str | None:
-    """Why the job cannot run with these settings (one sentence), or None."""
+def _refuse(settings: StreamSettings, kind: str) -> None:
+    """Raise `UsageError` (one sentence) when the job cannot run its source on this runner."""
     runner = flink_state.runner_of(list(settings.beam_args))
     if kind == "pubsub" and runner not in PUBSUB_RUNNERS:
-        return (f"--source {settings.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
-                f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by {runner or 'the local runner'}")
+        raise UsageError(f"--source {settings.source}: pubsub:// is read by DataflowRunner, or outside Dataflow by "
+                         f"--runner DirectRunner --streaming (Beam's Python Pub/Sub read), not by {runner or 'the local runner'}")
     if kind == "kafka" and runner is None and not settings.bounded:
-        return (f"--source {settings.source} on Beam's local runner (no --runner) needs --max-records or "
-                "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
-    return None
+        raise UsageError(f"--source {settings.source} on Beam's local runner (no --runner) needs --max-records or "
+                         "--max-read-seconds: that runner writes a stream's tables once, when its read ends")
 
 
 def _nothing_to_do(settings: StreamSettings, parts: dict) -> bool:
@@ -342,9 +338,7 @@ def launch(settings: StreamSettings) -> int:
         declarations = load_declarations(settings.declarations, settings.trace_value_limit)
         kind, parts = parse_source(settings.source)
         _check(settings)
-        refusal = _refusal(settings, kind, parts)
-        if refusal is not None:
-            raise UsageError(refusal)
+        _refuse(settings, kind)
         if kind == "kafka":
             check_topic(parts["brokers"], parts["topic"])
             if _nothing_to_do(settings, parts):  # before a job starts
@@ -360,12 +354,9 @@ def launch(settings: StreamSettings) -> int:
             print(f"footprint-audit stream: --dry_run: the job was translated for "
                   f"{flink_state.runner_of(list(settings.beam_args))} and not run", file=sys.stderr)
             return 0
-    except UsageError as exc:
+    except (UsageError, flink_state.FlinkStartError) as exc:  # a mistake (exit 2), or no Flink to run on (exit 1)
         print(f"footprint-audit stream: {exc}", file=sys.stderr)
-        return 2
-    except flink_state.FlinkStartError as exc:
-        print(f"footprint-audit stream: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`interrupts.Terminated`)
         print("footprint-audit stream: interrupted; files written so far stay, and the same command resumes "
               "from the latest checkpoint", file=sys.stderr)

@@ -192,7 +192,7 @@ class Watch:
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
-    def figures(self, per_minute: float | None = None) -> Figures:
+    def figures(self) -> Figures:
         now = status_snapshot()
         age = None
         chk = latest_checkpoint(self.state_dir / "checkpoints") if self.state_dir else None
@@ -202,7 +202,7 @@ class Watch:
             except OSError:  # removed by Flink since it was found
                 pass
         ready = now.records is not None or bool(self.started and os.path.exists(self.started))
-        return Figures(now.records, per_minute, self.lag, now.watermark_ms, now.calls_held, age,
+        return Figures(now.records, None, self.lag, now.watermark_ms, now.calls_held, age,
                        now.failed_commits if now.records is not None else None, self.kafka is not None,
                        self.state_dir is not None, self.reachable, ready)
 

@@ -33,17 +33,7 @@ from footprint_audit.transforms.decode import call_key, items_from_message, open
 from footprint_audit.transforms.join import encode_held
 from footprint_audit.transforms.process import in_global_window
 
-__all__ = [
-    "KEYED",
-    "COUNTS",
-    "stamp",
-    "stamp_message",
-    "ReadFilesAsStreamFn",
-    "ParseMessageFn",
-    "ClassifyAndKeyFn",
-    "BATCH_EVENTS",
-    "RUN_FACT",
-]
+__all__ = ["KEYED", "COUNTS", "stamp", "stamp_message", "ReadFilesAsStreamFn", "ParseMessageFn", "ClassifyAndKeyFn", "RUN_FACT"]
 
 KEYED = "keyed"
 COUNTS = "counts"
@@ -156,14 +146,9 @@ class ClassifyAndKeyFn(beam.DoFn):
         return self._batches()
 
     def _count(self, key: tuple[Any, str], ms: int) -> RunCounts:
-        held = self._counts.get(key)
-        if held is None:
-            total = stream_counts()
-            self._counts[key] = (total, ms)
-            return total
-        if ms < held[1]:
-            self._counts[key] = (held[0], ms)
-        return held[0]
+        total, first_ms = self._counts.get(key) or (stream_counts(), ms)
+        self._counts[key] = (total, min(first_ms, ms))
+        return total
 
     def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterable[Any]:
         ms = int(timestamp.micros // 1000)

@@ -39,13 +39,10 @@ Per call (event time throughout):
   watermark (`behind_ms`) is `late` on arrival.
 
 State: one cell per run, its calls' records and events together (`{call id: _CallState}`), and
-each call's READ timer tagged with its id (CLEANUP and FORGET with their time, shared by the
-run's calls due then). On Flink every state read and commit is a blocking round
-trip to the runner, and they were the stream's bound when a call had a key of its own: now an
-element (a run's call events of one bundle) or a timer reads the run's cell once and writes it
-once, and the run's other calls of the same bundle (a backlog's timers fire together) use the
-bundle's copy. The cost: a bundle that touches a run writes the run's whole cell, every call
-held until its cleanup (last event + grace + allowed lateness). FORGET drops the tombstones.
+each call's READ timer tagged with its id (CLEANUP and FORGET tagged with their time, shared by the
+run's calls due then). On Flink every state read and write is a blocking round trip to the runner,
+so an element (a run's call events of one bundle) or a timer reads the run's cell once and writes
+it once. The cost: a bundle that touches a run writes the run's whole cell. FORGET drops the tombstones.
 """
 
 from __future__ import annotations
@@ -54,7 +51,7 @@ import posixpath
 import struct
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 import apache_beam as beam
 import orjson
@@ -80,15 +77,7 @@ from footprint_audit.transforms.read import READER_VERSION, reading_row
 from .events import RUN_FACT
 from .status import note_held
 
-__all__ = [
-    "StatefulCallJoin",
-    "COUNT_FIXES",
-    "READINGS",
-    "STATE_LAYOUT",
-    "event_order",
-    "content_key",
-    "order_call_events",
-]
+__all__ = ["StatefulCallJoin", "COUNT_FIXES", "READINGS", "STATE_LAYOUT"]
 
 COUNT_FIXES = "count_fixes"
 #: A trace's calls under a provider's call id, `(source scope + NUL + timer_tag(call id), call events)`:
@@ -97,12 +86,8 @@ SHARED = "shared"
 #: The readings the join gives (its main output).
 READINGS = "readings"
 
-#: How the join keeps its state (bumped when that changes): a restart does not resume a checkpoint
-#: whose join state it cannot read (`pipelines.flink.state`). 1: a record cell and an events bag
-#: (before it was noted); 2: one cell per call; 3: one cell per run, READ timers tagged by call, CLEANUP
-#: and FORGET by their time; 4: the run's cell also holds its facts (under the key None); 5: a call's
-#: record counts the events already read (`sent`), a second join holds calls across traces, and the
-#: writers group by folder (`transforms.stream.write`).
+#: How the join keeps its state (bump it when that changes): a restart does not resume a checkpoint
+#: whose join state it cannot read (`pipelines.flink.state`).
 STATE_LAYOUT = 5
 
 #: The events that may complete a call: the READ timer waits the grace period after the latest. In the
@@ -232,10 +217,7 @@ class _RunCellCoder(Coder):
                 continue
             name = call_id.encode("utf-8", "surrogatepass")
             body = self._CALL._parts(call)
-            parts.append(pack(len(name)))
-            parts.append(name)
-            parts.append(pack(sum(len(b) for b in body)))
-            parts.extend(body)
+            parts.extend((pack(len(name)), name, pack(sum(len(b) for b in body)), *body))
         return b"".join(parts)
 
     def decode(self, encoded: bytes) -> dict[Any, Any]:
@@ -278,16 +260,6 @@ def call_of_tag(tag: str) -> str:
     return tag[1:]
 
 
-def slot_tag(ms: int) -> str:
-    """A CLEANUP or FORGET timer's tag: the time it is set for (every call of the run due then)."""
-    return str(ms)
-
-
-def ms_of_slot(tag: str) -> int:
-    """The inverse of `slot_tag`."""
-    return int(tag)
-
-
 def _moved(source: str, ev: Event, to: str) -> pvalue.TaggedOutput:
     """A run-count correction: one event counted as used (in its own run) is a duplicate (`not_needed`) or `dead`."""
     return pvalue.TaggedOutput(COUNT_FIXES, ((ev.run_id, source), moved_counts(ev, to)))
@@ -298,7 +270,7 @@ class _StatefulJoinFn(beam.DoFn):
     # writes it once, and the run's other calls of the same bundle find it in the bundle's copy.
     RUN = ReadModifyWriteStateSpec("run", _RunCellCoder())
     READ = TimerSpec("read", TimeDomain.WATERMARK)  # the grace after tool_end is over, or a correction
-    # CLEANUP and FORGET are tagged by their time (`slot_tag`), not by call: one firing serves
+    # CLEANUP and FORGET are tagged by their time in ms, not by call: one firing serves
     # every call of the run due then (on the cleanup grid, a run's calls that end close together).
     CLEANUP = TimerSpec("cleanup", TimeDomain.WATERMARK)  # read what is unread, release the events
     FORGET = TimerSpec("forget", TimeDomain.WATERMARK)  # the tombstones' time is up: drop them, no read
@@ -309,7 +281,6 @@ class _StatefulJoinFn(beam.DoFn):
         grace_ms: int,
         lateness_ms: int,
         reader_version: str,
-        clock: Callable[[], float] = time.time,
         across: bool = False,
     ) -> None:
         self.declarations = declarations
@@ -321,7 +292,6 @@ class _StatefulJoinFn(beam.DoFn):
         self.lateness_ms = lateness_ms
         self.horizon_ms = grace_ms + 2 * lateness_ms  # how long a call and then its tombstone live
         self.reader_version = reader_version
-        self.clock = clock
         self.duplicates = Metrics.counter("stream_join", "duplicates_dropped")
         self.late = Metrics.counter("stream_join", "late_dead_letters")
         self.corrections = Metrics.counter("stream_join", "corrected_readings")
@@ -348,14 +318,14 @@ class _StatefulJoinFn(beam.DoFn):
         changed = bool(facts) and self._add_facts(cell, facts, read_timer, forget_timer)
         for call_id, items in by_call.items():
             before = cell.get(call_id)
-            after = yield from self._add(run_id, call_id, before, items)
+            after = yield from self._add(before, items)
             if after is None:
                 continue
             if after.read_ms != (before or _FRESH).read_ms:
                 read_timer.set(Timestamp(micros=after.read_ms * 1000), dynamic_timer_tag=timer_tag(call_id))
             if after.cleanup_ms != (before or _FRESH).cleanup_ms:
                 # (a call whose cleanup moved on leaves its old slot's timer: that firing skips it)
-                cleanup_timer.set(Timestamp(micros=after.cleanup_ms * 1000), dynamic_timer_tag=slot_tag(after.cleanup_ms))
+                cleanup_timer.set(Timestamp(micros=after.cleanup_ms * 1000), dynamic_timer_tag=str(after.cleanup_ms))
             cell[call_id] = after
             changed = True
         if changed:
@@ -378,12 +348,10 @@ class _StatefulJoinFn(beam.DoFn):
                     cell[call_id] = call._replace(read_ms=latest)
                     read_timer.set(Timestamp(micros=latest * 1000), dynamic_timer_tag=timer_tag(call_id))
         forget_ms = -(-(latest + self.horizon_ms) // CLEANUP_STEP_MS) * CLEANUP_STEP_MS
-        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
+        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=str(forget_ms))
         return True
 
-    def _add(
-        self, run_id: str, call_id: str, stored: _CallState | None, batch: list[tuple[str, bytes, int, int]]
-    ) -> Any:
+    def _add(self, stored: _CallState | None, batch: list[tuple[str, bytes, int, int]]) -> Any:
         """Yield what a call's new events give at once (late dead letters, count fixes); return the
         call's new state, or None when nothing was added to it."""
         held = stored or _FRESH
@@ -453,7 +421,7 @@ class _StatefulJoinFn(beam.DoFn):
         state: Any = beam.DoFn.StateParam(RUN),
         forget_timer: Any = beam.DoFn.TimerParam(FORGET),
     ) -> Iterable[Any]:
-        slot = ms_of_slot(tag)
+        slot = int(tag)
         cell: dict[Any, Any] = state.read() or {}
         due = [(call_id, held) for call_id, held in cell.items()
                if call_id is not None and not held.closed and held.cleanup_ms == slot]
@@ -478,7 +446,7 @@ class _StatefulJoinFn(beam.DoFn):
             cell[call_id] = _CallState(cleanup_ms=forget_ms, closed=True)
         state.write(cell)
         note_held(key, _open_calls(cell))
-        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=slot_tag(forget_ms))
+        forget_timer.set(Timestamp(micros=forget_ms * 1000), dynamic_timer_tag=str(forget_ms))
 
     @on_timer(FORGET)
     def on_forget(
@@ -488,7 +456,7 @@ class _StatefulJoinFn(beam.DoFn):
     ) -> None:
         # Only closed calls (and new facts) set this timer, and nothing reopens a closed call: drop
         # those due, and the facts with the run's last call.
-        slot = ms_of_slot(tag)
+        slot = int(tag)
         cell: dict[Any, Any] = state.read() or {}
         kept = {k: held for k, held in cell.items() if k is not None and not (held.closed and held.cleanup_ms == slot)}
         if not kept:
@@ -510,16 +478,15 @@ class _StatefulJoinFn(beam.DoFn):
         if dropped:
             self.duplicates.inc(dropped)
             wanted = {content_key(ev) for _s, ev in originals}
-            keep = []
+            kept = []
             for encoded in buffered:
                 source, ev = decode_held(encoded)
                 k = content_key(ev)
                 if k in wanted:
                     wanted.discard(k)
-                    keep.append(encoded)
+                    kept.append(encoded)
                 elif not self.across:
                     yield _moved(source, ev, NOT_NEEDED)
-            kept = keep
         passed: list[pvalue.TaggedOutput] = []
         if self.across or call_id == TRACE_CALLS:
             positioned, originals = _in_trace_order(originals)
@@ -537,8 +504,7 @@ class _StatefulJoinFn(beam.DoFn):
         rev = held.revision + 1
         if rev and calls:
             self.corrections.inc(len(calls))
-        emitted = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
-        rows = []
+        emitted = datetime.fromtimestamp(time.time(), tz=timezone.utc)
         d = self.declarations
         for call in calls:
             row = reading_row(call, d.rows_at_for, self.reader_version, d.sha256, d.trace_value_limit)
@@ -550,9 +516,8 @@ class _StatefulJoinFn(beam.DoFn):
                 row["event_index"] = ev.index
             row["revision"] = rev
             row["emitted_at"] = emitted
-            rows.append(row)
             yield row
-        return bool(rows or passed), kept, len(buffered if kept is None else kept)
+        return bool(calls or passed), kept, len(buffered if kept is None else kept)
 
 
 _FRESH = _CallState()
@@ -619,7 +584,6 @@ class StatefulCallJoin(beam.PTransform):
         grace_seconds: how long after a `tool_end` a call waits for late declarations before it is read.
         allowed_lateness_seconds: how long after that an event still corrects a reading (later: `late`).
         reader_version: the reader rules' version each row records.
-        clock: the time `emitted_at` is taken from.
     """
 
     def __init__(
@@ -628,10 +592,9 @@ class StatefulCallJoin(beam.PTransform):
         grace_seconds: float = 30.0,
         allowed_lateness_seconds: float = 600.0,
         reader_version: str = READER_VERSION,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        settings = (declarations, int(grace_seconds * 1000), int(allowed_lateness_seconds * 1000), reader_version, clock)
+        settings = (declarations, int(grace_seconds * 1000), int(allowed_lateness_seconds * 1000), reader_version)
         self.fn = _StatefulJoinFn(*settings)
         self.across_fn = _StatefulJoinFn(*settings, across=True)
 

@@ -5,12 +5,8 @@ Pattern: a splittable `DoFn` (one element per topic, a restriction that holds
 Role:    the stream's Kafka source (`confluent-kafka`). Each record is parsed where it is read
          (`transforms.decode.items_from_message`: one event envelope, or an OTLP/JSON message's
          many events) and each event stamped with its own `meta.wallClockMs`, so the watermark can
-         follow the events:
-         per partition the latest event time seen, minus a bounded
-         out-of-orderness; the source's watermark is the least of the
-         partitions that are still busy. A partition that has been caught up
-         for `idle_seconds` does not hold it back; when every partition is
-         idle, event time moves on with the wall clock from the last event.
+         follow the events (`watermark_ms`); a partition that has been caught up for `idle_seconds`
+         does not hold it back.
 Durable: Kafka's auto-commit is off. The restriction (every partition's next
          offset) is part of the runner's checkpoints, so a job restored from one
          reads on from where that checkpoint stood, in step with the restored
@@ -206,13 +202,8 @@ class _KafkaTracker(RestrictionTracker):
 
 class _KafkaRestrictions(RestrictionProvider):
     def initial_restriction(self, spec: KafkaSpec) -> KafkaPositions:
-        """Every partition of the topic, from the group's committed offset, else the earliest.
-
-        A job that starts with no checkpoint to restore starts here: the group's offsets are committed only once the runner has
-        finalized the bundles that read up to them, with the latest event time read before them;
-        the read starts `rewind_ms` of event time before that, so calls that were in flight (in
-        their grace period, or waiting for declarations) are read again whole.
-        """
+        """Every partition of the topic, from the group's committed offset less `rewind_ms` of event time,
+        else the earliest: where a job with no checkpoint to restore starts (the module's "Durable")."""
         consumer = _consumer(spec)
         try:
             start, done = [], 0
@@ -391,15 +382,6 @@ def _shared_consumer(spec: KafkaSpec) -> _Shared:
 _STARTED: set[str] = set()  # the start markers this process has written
 
 
-def _mark_started(path: str) -> None:
-    """Create `path` (the read runs): the launcher waits on it to know the runner started the read."""
-    try:
-        with open(path, "ab"):
-            pass
-    except OSError:  # a worker that cannot see the launcher's folder: the launcher then waits it out
-        logging.getLogger(__name__).warning("could not write the read's start marker %s", path)
-
-
 class _ReadKafkaFn(beam.DoFn):
     def __init__(self) -> None:
         self.records = Metrics.counter("kafka_read", "records")
@@ -414,8 +396,12 @@ class _ReadKafkaFn(beam.DoFn):
         ),
     ) -> Iterable[Any]:
         if spec.started_marker and spec.started_marker not in _STARTED:
-            _STARTED.add(spec.started_marker)
-            _mark_started(spec.started_marker)
+            _STARTED.add(spec.started_marker)  # the launcher waits on this file to know the runner started the read
+            try:
+                with open(spec.started_marker, "ab"):
+                    pass
+            except OSError:  # a worker that cannot see the launcher's folder: the launcher then waits it out
+                logging.getLogger(__name__).warning("could not write the read's start marker %s", spec.started_marker)
         start: KafkaPositions = tracker.current_restriction()
         positions = {p.partition: p for p in start.partitions}
         now_ms = int(time.time() * 1000)
@@ -428,26 +414,14 @@ class _ReadKafkaFn(beam.DoFn):
             tracker.try_claim(_FINISH)  # a bounded read is over: no remainder
             if spec.ended_marker:
                 write_positions(spec.ended_marker, positions.values())
-        else:
-            yield from self._read(spec, positions, limit, finalizer, tracker, estimator)
-
-    def _read(
-        self,
-        spec: KafkaSpec,
-        positions: dict[int, PartitionPosition],
-        limit: int,
-        finalizer: Any,
-        tracker: Any,
-        estimator: ManualWatermarkEstimator,
-    ) -> Iterable[Any]:
-        """One bundle: read for up to BUNDLE_SECONDS, move the watermark, hand the rest back."""
+            return
         shared = _shared_consumer(spec)
         with shared.lock:
-            yield from self._read_locked(shared, spec, positions, limit, tracker, estimator)
+            yield from self._read(shared, spec, positions, limit, tracker, estimator)
         offsets = {p: (pos.next_offset, pos.max_event_ms) for p, pos in positions.items()}
         finalizer.register(lambda: _commit(spec, offsets))
 
-    def _read_locked(
+    def _read(
         self,
         shared: _Shared,
         spec: KafkaSpec,
@@ -456,6 +430,7 @@ class _ReadKafkaFn(beam.DoFn):
         tracker: Any,
         estimator: ManualWatermarkEstimator,
     ) -> Iterable[Any]:
+        """One bundle (the shared consumer locked): read for up to BUNDLE_SECONDS, move the watermark, hand the rest back."""
         from confluent_kafka import TopicPartition
 
         consumer = shared.consumer

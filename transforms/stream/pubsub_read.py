@@ -16,16 +16,7 @@ import apache_beam as beam
 
 from .events import ParseMessageFn
 
-__all__ = ["ReadPubSubEvents", "pubsub_messages", "publish_ms"]
-
-
-def pubsub_messages(p: beam.Pipeline, subscription: str) -> beam.PCollection:
-    """The subscription's messages as `(source, index, bytes, publish time in ms)`."""
-    from apache_beam.io.gcp.pubsub import ReadFromPubSub
-
-    msgs = p | "ReadPubSub" >> ReadFromPubSub(subscription=subscription, with_attributes=True)
-    uri = "pubsub://" + subscription
-    return msgs | "PubSubMessages" >> beam.Map(lambda m: (uri, 0, m.data, publish_ms(m.publish_time)))
+__all__ = ["ReadPubSubEvents", "publish_ms"]
 
 
 def publish_ms(when: Any) -> int | None:
@@ -52,5 +43,12 @@ class ReadPubSubEvents(beam.PTransform):
         return {"subscription": self.subscription, "max_event_bytes": self.max_event_bytes}
 
     def expand(self, p: beam.pvalue.PBegin) -> beam.PCollection:
-        messages = pubsub_messages(p.pipeline, self.subscription)
-        return messages | "ParseMessages" >> beam.ParDo(ParseMessageFn(self.max_event_bytes))
+        from apache_beam.io.gcp.pubsub import ReadFromPubSub
+
+        uri = "pubsub://" + self.subscription
+        return (
+            p.pipeline
+            | "ReadPubSub" >> ReadFromPubSub(subscription=self.subscription, with_attributes=True)
+            | "PubSubMessages" >> beam.Map(lambda m: (uri, 0, m.data, publish_ms(m.publish_time)))  # (source, index, bytes, ms)
+            | "ParseMessages" >> beam.ParDo(ParseMessageFn(self.max_event_bytes))
+        )

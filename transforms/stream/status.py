@@ -13,7 +13,7 @@ all, and Beam's result keeps its first answer.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Snapshot", "note_read", "note_held", "note_failed_commit", "status_snapshot", "reset_status"]
 
@@ -60,8 +60,7 @@ def note_failed_commit() -> None:
 def status_snapshot() -> Snapshot:
     """A copy of the figures noted so far."""
     with _LOCK:
-        return Snapshot(_NOW.records, {t: dict(p) for t, p in _NOW.positions.items()}, _NOW.watermark_ms,
-                        _NOW.calls_held, _NOW.failed_commits)
+        return replace(_NOW, positions={t: dict(p) for t, p in _NOW.positions.items()})
 
 
 def reset_status() -> None:

@@ -87,13 +87,9 @@ class _FolderFn(beam.DoFn):
             # stamped at the end of time (a runner that ignores the earliest-time combiner): file it now
             seconds = time.time()
         key = (win, seconds - seconds % self.window_seconds)
-        held = self._rows.get(key)
-        if held is None:
-            self._rows[key] = ([row], ts)
-        else:
-            held[0].append(row)
-            if ts < held[1]:
-                self._rows[key] = (held[0], ts)
+        rows, earliest = self._rows.get(key) or ([], ts)
+        rows.append(row)
+        self._rows[key] = (rows, min(earliest, ts))
         self._held += 1
         if self._held >= BATCH_ROWS:
             yield from self._batches()
