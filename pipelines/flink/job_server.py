@@ -3,7 +3,7 @@
 Role: `stream` (and any job on `--runner FlinkRunner`) needs Beam's Flink job
 server, a JVM that with `--flink_master=[local]` also holds the embedded Flink
 cluster. Beam starts it itself and stops it only at a clean interpreter exit,
-so a launcher killed with SIGKILL left it running (and restarting the job).
+so a launcher killed with SIGKILL would leave it running (and restarting the job).
 Here the launcher starts it with a parent-death signal (Linux `prctl`), its
 logs go to a file, and the job is sent to it through `--job_endpoint`. `with_job_server`
 is where a job's Flink job server is chosen, for `reassess` and `stream` alike (`JobRunner`

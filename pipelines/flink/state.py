@@ -127,9 +127,7 @@ def _check_same_job(state: Path, settings: StreamSettings, declarations_sha256: 
     job's `--max_parallelism` (a checkpoint's keyed state is cut into that many groups)."""
     note = state / "job.json"
     mine: dict[str, Any] = {name: getattr(settings, name, None) for name in _SAME_JOB}
-    mine["declarations_sha256"] = declarations_sha256
-    mine["join_state"] = STATE_LAYOUT
-    mine["max_parallelism"] = key_groups
+    mine.update(declarations_sha256=declarations_sha256, join_state=STATE_LAYOUT, max_parallelism=key_groups)
     if restore is not None and note.exists():
         try:
             theirs = json.loads(note.read_text())

@@ -74,8 +74,7 @@ class JobFailed(RuntimeError):
 def parse_source(uri: str) -> tuple[str, dict]:
     """`kafka://B/T`, `pubsub://projects/P/subscriptions/S`, `file://GLOB` → (kind, parts)."""
     if uri.startswith("kafka://"):
-        rest = uri[len("kafka://") :]
-        brokers, _, topic = rest.partition("/")
+        brokers, _, topic = uri[len("kafka://") :].partition("/")
         if not brokers or not topic or "/" in topic:
             raise UsageError(f"--source {uri}: write kafka://HOST:PORT[,HOST:PORT]/TOPIC")
         return "kafka", {"brokers": brokers, "topic": topic}
@@ -195,9 +194,8 @@ def build_stream(
         )
 
 
-def _watch(settings: StreamSettings, session: flink_state.FlinkSession) -> stream_watch.Watch:
+def _watch(settings: StreamSettings, session: flink_state.FlinkSession, kind: str, parts: dict) -> stream_watch.Watch:
     """The running job's progress line, metrics endpoint and outage lines (`pipelines.stream.watch`)."""
-    kind, parts = parse_source(settings.source)
     kafka = (parts["brokers"], parts["topic"], settings.consumer_group) if kind == "kafka" else None
     started = str(session.state_dir / READ_STARTED) if session.state_dir else None
     return stream_watch.Watch(settings.progress_seconds, settings.metrics_port, kafka, session.state_dir, started)
@@ -272,7 +270,7 @@ def _submit(settings: StreamSettings, declarations: Declarations, kind: str, par
     # the roll-up (pipelines.compact.rollup) of a local output, on a thread that ends with the block
     compacts = settings.compact_seconds > 0 and "://" not in settings.output
     forget: list[Path | None] = []  # checkpoints to forget (all but the job holding each `keep`)
-    with (flink_state.FlinkSession(settings, declarations.sha256) as session, _watch(settings, session),
+    with (flink_state.FlinkSession(settings, declarations.sha256) as session, _watch(settings, session, kind, parts),
           Compactor(settings.output, settings.compact_seconds if compacts else 0, settings.retain_hours),
           JobRunner(session.beam_args, job_server=session.job_server) as runs):
         watched = kind == "kafka" and session.state_dir is not None and settings.read_start_seconds > 0
