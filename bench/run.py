@@ -177,14 +177,15 @@ def stateful_events(path: str, limit: int) -> list:
     from footprint_audit.schemas.events import Event
     from footprint_audit.transforms.calls.from_events import CALL, classify_event
     from footprint_audit.transforms.decode.sources import open_source
-    from footprint_audit.transforms.join.held_codec import hold
+    from footprint_audit.transforms.join.held_codec import encode_held
 
     out: list = []
     for name, _size in list_inputs(path):
         for item in open_source(name).streamed:
             if isinstance(item, Event) and classify_event(item) is CALL:
                 ms = item.meta.get("wallClockMs")
-                out.append(TimestampedValue((item.run_id, ((item.payload["toolCallId"], *hold(name, item), 0, ms),)), ms / 1000))
+                held = (item.payload["toolCallId"], item.type, encode_held(name, item), 0, ms)
+                out.append(TimestampedValue((item.run_id, (held,)), ms / 1000))
                 if len(out) >= limit:
                     return out
     return out

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from footprint_audit.schemas.events import Event
 from footprint_audit.transforms.decode.envelopes import event_from_bytes
-from footprint_audit.transforms.join.held_codec import decode_held, encode_held, hold, pack_held, unpack_held
+from footprint_audit.transforms.join.held_codec import decode_held, encode_held, pack_held, unpack_held
 
 
 def _nested(depth: int) -> list:
@@ -99,9 +99,6 @@ def test_nan_reads_back_as_nan():
     assert source == "f" and math.isnan(back.payload["v"])
 
 
-def test_hold_gives_the_type_and_the_bytes():
-    e = ev({"toolCallId": "c"})
-    assert hold("s", e) == ("stream.tool_end", encode_held("s", e))
 
 
 json_values = st.recursive(

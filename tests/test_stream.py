@@ -25,7 +25,7 @@ from helpers import ROOT, assert_stream_matches_batch, load_table
 from footprint_audit.pipelines.stream import command as stream_mod
 from footprint_audit.schemas.declarations import Declarations, load_declarations
 from footprint_audit.schemas.events import Event
-from footprint_audit.transforms.join.held_codec import hold
+from footprint_audit.transforms.join.held_codec import encode_held
 from footprint_audit.transforms.stream.join import StatefulCallJoin
 from footprint_audit.transforms.stream.write import WriteStreamTable, pane_file, window_folder
 
@@ -40,7 +40,7 @@ def ev(index, kind, call, at, **payload) -> Event:
 def arrive(e: Event, source: str = "kafka://t/0", behind_ms: int = 0) -> TimestampedValue:
     """One event as the join takes a call's events of a bundle: a batch of one."""
     ms = e.meta["wallClockMs"]
-    return TimestampedValue(("r1", ((e.payload["toolCallId"], *hold(source, e), behind_ms, ms),)), ms / 1000)
+    return TimestampedValue(("r1", ((e.payload["toolCallId"], e.type, encode_held(source, e), behind_ms, ms),)), ms / 1000)
 
 
 START = ev(0, "stream.tool_start", "c1", T0, toolName="find_volumes")
@@ -75,7 +75,7 @@ def test_in_order_events_give_one_reading():
 
 def together(*events: Event, source: str = "kafka://t/0") -> TimestampedValue:
     """A run's call events of one bundle, as `ClassifyAndKeyFn` passes them on: one element."""
-    held = tuple((e.payload["toolCallId"], *hold(source, e), 0, e.meta["wallClockMs"]) for e in events)
+    held = tuple((e.payload["toolCallId"], e.type, encode_held(source, e), 0, e.meta["wallClockMs"]) for e in events)
     return TimestampedValue(("r1", held), min(h[4] for h in held) / 1000)
 
 
@@ -154,7 +154,6 @@ def test_events_are_ordered_by_event_time_and_call_order_not_by_arrival():
 
 
 def test_order_call_events_sorts_by_time_then_canonical_order_and_drops_copies():
-    from footprint_audit.transforms.join.held_codec import encode_held
     from footprint_audit.transforms.stream.join import order_call_events
 
     end = ev(1, "stream.tool_end", "c1", T0, result=[])
@@ -396,7 +395,7 @@ def test_stream_source_uris_are_checked():
 
 
 def test_the_key_record_coder_round_trips_every_field_and_the_events():
-    from footprint_audit.transforms.join.held_codec import encode_held, pack_held
+    from footprint_audit.transforms.join.held_codec import pack_held
     from footprint_audit.transforms.stream.join import _CallState, _CallStateCoder, _RunCellCoder, held_events
 
     coder = _CallStateCoder()

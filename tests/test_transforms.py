@@ -30,7 +30,7 @@ from footprint_audit.transforms.decode.input_files import ReadInputFiles
 from footprint_audit.transforms.read.apply_readers import ApplyReaders
 from footprint_audit.transforms.read.reading_rows import READING_COLUMNS, reading_row, reading_values
 from footprint_audit.transforms.decode.sources import open_source
-from footprint_audit.transforms.write.parquet import WriteTable, rows_to_arrow
+from footprint_audit.transforms.write.parquet import WriteTables, rows_to_arrow
 
 
 def ev(index, kind, call=None, run="run-1", **payload) -> Event:
@@ -256,7 +256,7 @@ def test_write_table_writes_sorted_deterministic_shards(tmp_path):
         for i in range(10)
     ]
     with pipeline() as p:
-        paths = p | beam.Create(rows) | WriteTable("dead_letters", str(tmp_path), shards=2)
+        paths = {"dead_letters": p | beam.Create(rows)} | WriteTables(str(tmp_path), {"dead_letters": 2})
         assert_that(paths | beam.Map(lambda s: s.rsplit("/", 1)[-1]),
                     equal_to(["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]))
     back = load_table(tmp_path, "dead_letters")
@@ -445,8 +445,8 @@ def test_a_shard_larger_than_a_run_is_merged_from_sorted_runs_into_the_same_rows
     assert len(list(runs.iterdir())) > 5
     assert merged.to_pylist() == whole.to_pylist()
     copies = [("r1", "f2.jsonl")]
-    expected = _shard_files(tmp_path, "whole", "dead_letters", batches, copies, None, 1 << 30)
-    assert _shard_files(tmp_path, "runs", "dead_letters", batches, copies, None, 20_000) == expected
+    expected = _shard_files(tmp_path, "whole", "dead_letters", batches, copies, {}, 1 << 30)
+    assert _shard_files(tmp_path, "runs", "dead_letters", batches, copies, {}, 20_000) == expected
     assert (sum(map(len, expected.values()))
             == len(rows) - sum(r["run_id"] == "r1" and r["source_file"] == "f2.jsonl" for r in rows))
 

@@ -286,8 +286,8 @@ def _plan_inputs(settings: ReassessSettings, target: OutputTarget, manifest: lis
 
 
 class _Job:
-    """The job over some inputs into a folder: `first` on the runner's workers, `again` (an increment's
-    second pass) on one worker in this process where a pool served the first (its workers serve one job each)."""
+    """The job over some inputs into a folder; `alone`: on one worker in this process where a pool
+    served an earlier pass (its workers serve one job each)."""
 
     def __init__(self, runs: JobRunner, settings: ReassessSettings, declarations: Declarations, out: str,
                  inputs: _Inputs) -> None:
@@ -303,15 +303,9 @@ class _Job:
                        plan=self.runs.plan(alone=alone))
         pipeline.run().wait_until_finish()
 
-    def first(self, names: list[str], staging: str) -> None:
-        self.run(self._patterns(names), staging)
-
-    def again(self, names: list[str], staging: str) -> None:
-        self.run(self._patterns(names), staging, alone=True)
-
-    def _patterns(self, names: list[str]) -> list[str]:
+    def read(self, names: list[str], staging: str, alone: bool) -> None:
         """The listed files `names`, each as a pattern naming exactly its local path."""
-        return [literal_pattern(self.paths.get(n, n)) for n in names]
+        self.run([glob.escape(self.paths.get(n, n)) for n in names], staging, alone)
 
 
 def _run_passes(job: _Job, inputs: _Inputs, target: OutputTarget) -> None:
@@ -320,7 +314,7 @@ def _run_passes(job: _Job, inputs: _Inputs, target: OutputTarget) -> None:
         job.run(list(job.settings.inputs), target.staging)
         return
     assert inputs.listed is not None, "an increment is planned from the listed inputs"
-    incremental.read_increment(inputs.plan, inputs.listed.names, target.out, target.staging, job.first, job.again,
+    incremental.read_increment(inputs.plan, inputs.listed.names, target.out, target.staging, job.read,
                                _say if job.settings.progress else None)
 
 
@@ -365,11 +359,6 @@ def _listed(patterns: tuple[str, ...], out: str) -> _Listed:
         {name: size for name, (_path, size) in zip(names, inputs)},
         {name: file_sha256(path) for name, (path, _size) in zip(names, inputs)},
     )
-
-
-def literal_pattern(path: str) -> str:
-    """A pattern that names exactly `path`, whatever characters it holds."""
-    return glob.escape(path) if glob.has_magic(path) else path
 
 
 def _check_writable(path: str, out: str) -> None:

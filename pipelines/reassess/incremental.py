@@ -346,21 +346,22 @@ def assemble(out: str, staging: str, pass_dir: str, plan: Plan) -> dict[str, dic
     return every
 
 
-def read_increment(plan: Plan, names: list[str], out: str, staging: str, first: Callable[[list[str], str], None],
-                   again: Callable[[list[str], str], None], say: Callable[[str], None] | None) -> None:
+def read_increment(plan: Plan, names: list[str], out: str, staging: str, read: Callable[[list[str], str, bool], None],
+                   say: Callable[[str], None] | None) -> None:
     """Read the new and changed files (and, in a second pass, the earlier files sharing runs with
     them: `plan.pulled`) and assemble the output's next tables in `staging`.
 
-    `first(files, folder)` runs the job over `files` into `folder`, `again` its second pass; `say` prints progress.
+    `read(files, folder, again)` runs the job over `files` into `folder` (`again`: the second pass);
+    `say` prints progress.
     """
     pass_dir = os.path.join(staging, PASS_DIR)
-    first(plan.read, pass_dir)
+    read(plan.read, pass_dir, False)
     plan.pulled = pull_in(out, plan, runs_in(pass_dir), names)
     if plan.pulled:
         shutil.rmtree(pass_dir)
         if say:
             say(f"reading again {len(plan.pulled)} earlier file(s) that share runs with the new ones")
-        again(plan.read, pass_dir)
+        read(plan.read, pass_dir, True)
     counts = assemble(out, staging, pass_dir, plan)
     if say:
         say(f"increment {plan.increment}: {len(plan.new)} new files, {len(plan.changed)} changed, "

@@ -34,7 +34,7 @@ from footprint_audit.schemas.events import Event
 
 from footprint_audit.transforms.decode import event_read_again
 
-__all__ = ["encode_held", "decode_held", "hold", "pack_held", "unpack_held"]
+__all__ = ["encode_held", "decode_held", "pack_held", "unpack_held"]
 
 _LENGTH = struct.Struct("<I")
 
@@ -71,11 +71,6 @@ def decode_held(encoded: bytes) -> tuple[str, Event]:
         source, index, kind, payload, meta = orjson.loads(memoryview(encoded)[1:])
         return source, Event(index, kind, payload, meta)
     return pickle.loads(encoded[1:])
-
-
-def hold(source: str, ev: Event) -> tuple[str, bytes]:
-    """An event as the streaming join takes it: `(type, encode_held(source, ev))`."""
-    return ev.type, encode_held(source, ev)
 
 
 def pack_held(held: list[bytes]) -> bytes:

@@ -16,25 +16,9 @@ lz4), so the shuffle moves a few byte strings instead of encoding and
 decoding every row dict, and the writer sorts the shard's batches with Arrow. `WriteTables` writes several
 tables through ONE `GroupByKey` keyed `(table, shard, shards)`; each table takes
 one PCollection of rows or several (a tuple): each is batched where it is
-made, and only the batches are flattened. `WriteTable` is the one-table case.
-
-`WriteTables` may be given the run copies left out (`transforms.join.run_copies`):
-`(run_id, source_file)` pairs, a side input of the shard writer (after the
-shuffle, so it costs nothing upstream). Their `readings` and `dead_letters`
-rows are not written and their `runs` rows count every event as not needed;
-with no pair (the usual case) the tables are written as they come.
-
-`WriteTables(..., merged={"dead_letters": count})` writes a table in as many files as a
-number the job works out as it runs, without making the steps that make its rows wait for
-it: rows are batched by `BUCKETS` fixed buckets, merged into the files after the shuffle.
-
-A shard whose rows take more than `sort_run_bytes` of Arrow memory (millions of dead letters
-from a few KB of gzip) is sorted in runs of that size, spilled to local disk, and merged as its
-file is written: the same rows in the same order, and no worker holds the shard whole.
-
-`WriteTables(..., partitions={"readings": "ended_date", …})` writes a table in
-Hive layout (`readings/ended_date=2026-11-30/part-SSSSS-of-NNNNN.parquet`):
-each shard's sorted rows are cut by the value, so the files stay deterministic.
+made, and only the batches are flattened. The run copies left out, the files a job
+works out as it runs, the Hive layout and the sort of a shard too big for memory:
+`WriteTables`.
 """
 
 from __future__ import annotations
@@ -60,7 +44,6 @@ from footprint_audit.schemas.tables import HIVE_NULL, PARTITION_KEYS, SORT_KEYS,
 from footprint_audit.transforms.process import give_back_memory, in_global_window, release_arrow_memory
 
 __all__ = [
-    "WriteTable",
     "WriteTables",
     "write_arrow_file",
     "sort_rows",
@@ -320,12 +303,9 @@ class _WriteShardFn(beam.DoFn):
     """`spill`: a local folder for the sorted runs of a shard larger than `run_bytes` (else the system's
     temporary folder)."""
 
-    def __init__(
-        self, directory: str, partitions: dict[str, str] | None = None, spill: str | None = None,
-        run_bytes: int = SORT_RUN_BYTES,
-    ) -> None:
+    def __init__(self, directory: str, partitions: dict[str, str], spill: str | None, run_bytes: int) -> None:
         self.directory = directory
-        self.partitions = dict(partitions or {})
+        self.partitions = partitions
         self.spill = spill
         self.run_bytes = run_bytes
 
@@ -525,11 +505,14 @@ class WriteTables(beam.PTransform):
     Applied to a dict `{table: rows}`, where rows is one PCollection or a tuple of them, each
     element a row or a list of rows; `shards` gives a table's number of files (1 when not named):
     a number, or a PCollection of one number when the job works it out as it runs (a side input).
-    `copies`: a PCollection of `(run_id, source_file)` run copies left out (`without_copies`).
+    `copies`: a PCollection of `(run_id, source_file)` run copies left out (`transforms.join.run_copies`),
+    a side input of the shard writer: their `readings` and `dead_letters` rows are not written and their
+    `runs` rows count every event as not needed (`without_copies`).
     `spill`: a local folder (Beam's local runner only): the batches wait there, in one file per
     shard and bundle, and only the files' names cross the `GroupByKey`, which the local runner
     would otherwise hold whole in memory.
-    `partitions`: `{table: key}` writes that table Hive-partitioned (`partitions_of`).
+    `partitions`: `{table: key}` writes that table in Hive layout (`readings/ended_date=2026-11-30/part-….parquet`),
+    each shard's sorted rows cut by the value (`partitions_of`).
     `merged`: `{table: PCollection of one number}`, a table whose number of files the job works
     out as it runs but that is made where nothing should wait for that number (the read stage's
     dead letters): its rows are batched into `BUCKETS` fixed buckets (`shard_of` with `BUCKETS`),
@@ -637,17 +620,3 @@ def _merged_batches(item: tuple[tuple[str, int, int], Iterable[list]]) -> tuple[
     """A shard's buckets (each a list of batches) → the shard's batches."""
     key, buckets = item
     return key, [batch for bucket in buckets for batch in bucket]
-
-
-class WriteTable(beam.PTransform):
-    """Rows of one table (one PCollection, or a tuple of them) → Parquet shards under
-    `directory/<table>/`; yields the file paths."""
-
-    def __init__(self, table: str, directory: str, shards: int = 1) -> None:
-        super().__init__()
-        self.table = table
-        self.directory = directory
-        self.shards = max(1, shards)
-
-    def expand(self, rows: Any) -> beam.PCollection:
-        return {self.table: rows} | "Write" >> WriteTables(self.directory, {self.table: self.shards})
