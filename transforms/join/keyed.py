@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import posixpath
+from collections import defaultdict
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -129,16 +130,12 @@ class _KeyEventFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._counts: dict[tuple, RunCounts] = {}
-        self._calls: dict[tuple[str, str], list[bytes]] = {}
-        self._facts: dict[str, list[bytes]] = {}
+        self._calls: defaultdict[tuple[str, str], list[bytes]] = defaultdict(list)
+        self._facts: defaultdict[str, list[bytes]] = defaultdict(list)
         self._held = 0
 
-    def _gather(self, gathered: dict, key: Any, held: bytes) -> None:
-        found = gathered.get(key)
-        if found is None:
-            gathered[key] = [held]
-        else:
-            found.append(held)
+    def _gather(self, gathered: defaultdict, key: Any, held: bytes) -> None:
+        gathered[key].append(held)
         self._held += len(held)
 
     def _gathered(self, windowed: bool) -> Iterator[Any]:
@@ -177,10 +174,10 @@ class _KeyEventFn(beam.DoFn):
         self._counts = {}
 
 
-def _bundle_counts(counts: dict[tuple, RunCounts], tag: str = COUNTS) -> Iterator[pvalue.TaggedOutput]:
-    """A bundle's added-up counts, one `((run_id, source_file), RunCounts)` per key, on `tag`."""
+def _bundle_counts(counts: dict[tuple, RunCounts]) -> Iterator[pvalue.TaggedOutput]:
+    """A bundle's added-up counts, one `((run_id, source_file), RunCounts)` per key, on `COUNTS`."""
     for key, c in counts.items():
-        yield pvalue.TaggedOutput(tag, in_global_window((key, c)))
+        yield pvalue.TaggedOutput(COUNTS, in_global_window((key, c)))
 
 
 class KeyLineEvents(beam.PTransform):

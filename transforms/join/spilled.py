@@ -14,7 +14,7 @@ Role:    Beam's local runner holds a `GroupByKey`'s whole input in the
          by `JoinLineEvents`'s own code. A partition whose files hold more than
          `max_partition_bytes` is split again by another hash onto disk first (and
          so on), so memory is bounded by that setting, not by the input: only the
-         events of one call cannot be split (one call is joined whole, as ever).
+         events of one call cannot be split (one call is joined whole).
          The spill files are the job's: the launcher removes their folder.
 Emits:   calls (`CALLS`: one `CallGroup` per call id; `SHARED`: the calls joined across
          traces) and partial run counts (`COUNTS`), as `JoinLineEvents` does.
@@ -26,6 +26,7 @@ import os
 import struct
 import uuid
 import zlib
+from collections import defaultdict
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -61,14 +62,12 @@ class _Spiller:
 
     def __init__(self, folder: str, n: int, level: int, name: str) -> None:
         self.folder, self.n, self.level, self.name = folder, n, level, name
-        self.buffers: dict[int, bytearray] = {}
+        self.buffers: defaultdict[int, bytearray] = defaultdict(bytearray)
         self.files: dict[int, str] = {}
 
     def add(self, key: bytes, held: bytes) -> None:
         part = _partition(key, self.level, self.n)
-        buf = self.buffers.get(part)
-        if buf is None:
-            buf = self.buffers[part] = bytearray()
+        buf = self.buffers[part]
         buf += _HEAD.pack(len(key), len(held))
         buf += key
         buf += held
@@ -76,9 +75,7 @@ class _Spiller:
             self._flush(part, buf)
 
     def _flush(self, part: int, buf: bytearray) -> None:
-        path = self.files.get(part)
-        if path is None:
-            path = self.files[part] = os.path.join(self.folder, f"{self.name}-p{part:04d}.spill")
+        path = self.files.setdefault(part, os.path.join(self.folder, f"{self.name}-p{part:04d}.spill"))
         with open(path, "ab") as f:
             f.write(buf)
         buf.clear()
@@ -88,7 +85,7 @@ class _Spiller:
         for part, buf in self.buffers.items():
             if buf:
                 self._flush(part, buf)
-        self.buffers = {}
+        self.buffers.clear()
         return self.files
 
 
@@ -141,18 +138,13 @@ class _JoinPartitionFn(JoinCallFn):
         if size > self.max_partition_bytes and level <= _SPLIT_LEVELS:
             yield from self._split(files, size, facts, level)
             return
-        calls: dict[bytes, list[bytes]] = {}
-        keys: dict[bytes, tuple[str, str]] = {}
+        calls: defaultdict[bytes, list[bytes]] = defaultdict(list)
         for path in files:
             for key, held in _records(path):
-                found = calls.get(key)
-                if found is None:
-                    found = calls[key] = []
-                    run_id, _, call_id = key.decode("utf-8", "surrogatepass").partition("\x00")
-                    keys[key] = (run_id, call_id)
-                found.append(held)
+                calls[key].append(held)
         for key, helds in calls.items():
-            yield from JoinCallFn.process(self, (keys[key], helds), facts)
+            run_id, _, call_id = key.decode("utf-8", "surrogatepass").partition("\x00")
+            yield from JoinCallFn.process(self, ((run_id, call_id), helds), facts)
 
     def _split(self, files: list[str], size: int, facts: dict, level: int) -> Iterator[Any]:
         n = max(2, -(-2 * size // self.max_partition_bytes))

@@ -23,6 +23,7 @@ import os
 import pickle
 import uuid
 import zlib
+from collections import defaultdict
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -61,22 +62,18 @@ class _SpillCountsFn(beam.DoFn):
         self.folder = folder
 
     def start_bundle(self) -> None:
-        self._counts: dict[tuple, list[RunCounts]] = {}
+        self._counts: defaultdict[tuple, list[RunCounts]] = defaultdict(list)
 
     def process(self, item: tuple[tuple, RunCounts]) -> None:
         key, c = item
-        found = self._counts.get(key)
-        if found is None:
-            self._counts[key] = [c]
-        else:
-            found.append(c)
+        self._counts[key].append(c)
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         parts: dict[int, list[tuple]] = {}
         for key, found in self._counts.items():
             c = found[0] if len(found) == 1 else add_counts(found)
             parts.setdefault(_partition(key[0]), []).append(_record(key, c))
-        self._counts = {}
+        self._counts.clear()
         if not parts:
             return
         os.makedirs(self.folder, exist_ok=True)
@@ -91,16 +88,12 @@ class _SpillCountsFn(beam.DoFn):
 def _partition_rows(item: tuple[int, Iterable[str]]) -> Iterator[dict]:
     """One partition's files → its `runs` rows (the partial counts of each run and file added up)."""
     _part, files = item
-    parts: dict[tuple, list[RunCounts]] = {}
+    parts: defaultdict[tuple, list[RunCounts]] = defaultdict(list)
     for path in sorted(files):
         with open(path, "rb") as f:
             for record in pickle.load(f):
                 key, c = _counts(record)
-                found = parts.get(key)
-                if found is None:
-                    parts[key] = [c]
-                else:
-                    found.append(c)
+                parts[key].append(c)
     for (run_id, source), found in parts.items():
         counts = add_counts(found)
         yield run_row(run_id, source, counts.format or "event-stream", counts)
