@@ -959,7 +959,7 @@ def test_each_figure_has_one_name_in_the_summary_its_json_the_report_and_the_pag
     assert (readings, read) == (63, 52)
     figures = summary_figures(str(out))
     assert (figures["readings"], figures["calls_read"]) == (readings, read)
-    assert f"{readings} readings, {read} calls read" in summarize(str(out), figures)
+    assert f"{readings} readings, {read} calls read" in summarize(figures)
     summary = report.collect(report.connect(out, report.check_output_dir(out)), out, with_calls=True)
     assert f"{readings} calls of {summary.totals['tools']} tools, {read} calls read ({readings} readings)" in \
         report.render_text(summary)

@@ -25,8 +25,8 @@ from footprint_audit.schemas.declarations import Declarations
 from footprint_audit.schemas.events import REASON_DUPLICATE_FILE, DeadLetter
 from footprint_audit.schemas.manifest import MANIFEST, MANIFEST_TABLE
 
-__all__ = ["MANIFEST_TABLE", "file_sha256", "read_manifest", "manifest_row", "duplicates_of",
-           "duplicate_letters", "stage_manifest", "write_manifest", "build_note"]
+__all__ = ["MANIFEST_TABLE", "file_sha256", "read_manifest", "duplicates_of", "duplicate_letters", "stage_manifest",
+           "build_note"]
 
 _CHUNK = 1 << 20
 
@@ -50,19 +50,6 @@ def file_sha256(path: str) -> str | None:
         return None
 
 
-def manifest_row(
-    source_file: str, size: int, sha256: str | None, increment: int, reader_version: str, declarations: str,
-    declarations_file: str | None, max_event_bytes: int, duplicate_of: str | None = None,
-) -> dict:
-    """One manifest row."""
-    return {
-        "source_file": source_file, "size": size, "sha256": sha256, "increment": increment,
-        "reader_version": reader_version, "declarations": declarations,
-        "declarations_file": declarations_file, "max_event_bytes": max_event_bytes, "duplicate_of": duplicate_of,
-        "path": file_key(source_file),
-    }
-
-
 def duplicates_of(names: list[str], sizes: dict[str, int], hashes: dict[str, str | None]) -> dict[str, str]:
     """The files among `names` that hold the same bytes as another one, each mapped to the one read:
     the first by name of those bytes. Empty and unreadable files have no bytes to share."""
@@ -78,15 +65,10 @@ def duplicates_of(names: list[str], sizes: dict[str, int], hashes: dict[str, str
     return found
 
 
-def manifest_files(out: str) -> list[Path]:
-    """The manifest's Parquet files under a local output (none: no manifest)."""
-    d = Path(out) / MANIFEST_TABLE
-    return sorted(d.rglob("*.parquet")) if d.is_dir() else []
-
-
 def read_manifest(out: str) -> list[dict] | None:
     """The manifest rows of a local output, or None when it has no manifest."""
-    files = manifest_files(out)
+    d = Path(out) / MANIFEST_TABLE
+    files = sorted(d.rglob("*.parquet")) if d.is_dir() else []
     if not files:
         return None
     table = pa.concat_tables([pq.read_table(f, schema=MANIFEST) for f in files])
@@ -103,27 +85,25 @@ def duplicate_letters(duplicates: dict[str, str]) -> list[dict]:
 def stage_manifest(
     staging: str, read: list[str], sizes: dict[str, int], hashes: dict[str, str | None], increment: int,
     reader_version: str, declarations: Declarations, declarations_file: str | None, max_event_bytes: int,
-    earlier: list[dict], duplicates: dict[str, str] | None = None, replaced: set[str] | frozenset[str] = frozenset(),
+    earlier: list[dict], duplicates: dict[str, str], replaced: set[str],
 ) -> None:
-    """Stage the manifest after a job: the `earlier` rows of files it did not read (nor `replaced`: read
-    again under another name), a row for each file it read (a file read again where the tables name it,
-    not an input, is sized and hashed here), and one for each of its `duplicates` (name -> the file read)."""
+    """Stage the manifest after a job (one file, rows sorted by source file): the `earlier` rows of files it
+    did not read (nor `replaced`: read again under another name), a row for each file it read (a file read
+    again where the tables name it, not an input, is sized and hashed here), and one for each of its
+    `duplicates` (name -> the file read)."""
+    from footprint_audit.transforms.write import part_name, write_arrow_file
+
     decl = declarations.canonical()
-    duplicates = duplicates or {}
-    rows = []
+    done = {*read, *duplicates, *replaced}
+    rows = [r for r in earlier if r["source_file"] not in done]
     for name in [*read, *duplicates]:
         if name not in sizes:
             sizes[name], hashes[name] = os.path.getsize(name), file_sha256(name)
-        rows.append(manifest_row(name, sizes[name], hashes[name], increment, reader_version, decl, declarations_file,
-                                 max_event_bytes, duplicates.get(name)))
-    done = {*read, *duplicates, *replaced}
-    write_manifest(staging, [r for r in earlier if r["source_file"] not in done] + rows)
-
-
-def write_manifest(staging: str, rows: list[dict]) -> None:
-    """Stage the manifest (one file, rows sorted by source file)."""
-    from footprint_audit.transforms.write import part_name, write_arrow_file
-
+        rows.append({
+            "source_file": name, "size": sizes[name], "sha256": hashes[name], "increment": increment,
+            "reader_version": reader_version, "declarations": decl, "declarations_file": declarations_file,
+            "max_event_bytes": max_event_bytes, "duplicate_of": duplicates.get(name), "path": file_key(name),
+        })
     d = Path(staging) / MANIFEST_TABLE
     d.mkdir(parents=True, exist_ok=True)
     rows = sorted(rows, key=lambda r: r["source_file"])  # the same files read give the same bytes

@@ -243,9 +243,8 @@ def _join(out: str, table: str) -> str:
     return os.path.join(out, table) if is_local(out) else out.rstrip("/") + "/" + table
 
 
-def summarize(out: str, figures: dict | None = None) -> str:
-    """A short summary of a finished output directory (runs, calls, readings, dead letters)."""
-    f = summary_figures(out) if figures is None else figures
+def summarize(f: dict) -> str:
+    """A short summary of a finished output directory's figures (`summary_figures`)."""
     disagrees = {"true": f["door_disagrees"]} if f["door_disagrees"] else {}
     lines = [
         f"footprint-audit: {f['runs']} runs, {f['events_in_runs']} events in runs, {f['readings']} readings,"

@@ -24,10 +24,9 @@ from apache_beam.io.filesystems import FileSystems
 from footprint_audit.schemas.tables import TABLES
 from footprint_audit.transforms.write import part_name, write_arrow_file
 
-from .ownership import MARKER, marker_text
-from .ownership import STAGING
+from .ownership import MARKER, STAGING, marker_text
 
-__all__ = ["new_staging", "publish", "discard", "files_under"]
+__all__ = ["new_staging", "publish", "discard"]
 
 
 def new_staging(out: str) -> str:
@@ -35,27 +34,16 @@ def new_staging(out: str) -> str:
     return FileSystems.join(out.rstrip("/"), STAGING, uuid.uuid4().hex)
 
 
-def files_under(prefix: str) -> list[str]:
-    """Every file under `prefix`, at any depth, sorted."""
-    found = FileSystems.match([FileSystems.join(prefix, "**")])[0].metadata_list
-    return sorted(m.path for m in found)
-
-
 def _table_files(root: str, table: str) -> list[str]:
     return sorted(m.path for m in FileSystems.match([FileSystems.join(root, table, "*")])[0].metadata_list)
-
-
-def _write_empty(path: str, table: str) -> None:
-    """One empty Parquet file of `table`'s schema, so a table with no rows still has its schema."""
-    write_arrow_file(path, pa.Table.from_pylist([], schema=TABLES[table]))
 
 
 def publish(staged: str, out: str) -> None:
     """Replace each `OUT/<table>/` by the staged table, then write the marker and remove the staging."""
     for table in TABLES:
         new = _table_files(staged, table)
-        if not new:
-            _write_empty(FileSystems.join(staged, table, part_name(0, 1)), table)
+        if not new:  # a table with no rows still has one file, of its schema
+            write_arrow_file(FileSystems.join(staged, table, part_name(0, 1)), pa.Table.from_pylist([], schema=TABLES[table]))
             new = _table_files(staged, table)
         old = _table_files(out, table)
         if old:
@@ -71,7 +59,7 @@ def discard(staged: str) -> None:
     """Remove whatever this job wrote under its staging prefix (best effort: a store that fails here
     leaves the files behind, which are never part of a table)."""
     try:
-        left = files_under(staged)
+        left = [m.path for m in FileSystems.match([FileSystems.join(staged, "**")])[0].metadata_list]
         if left:
             FileSystems.delete(left)
     except Exception:  # noqa: BLE001 - the job's own failure is the one to report
