@@ -1,9 +1,7 @@
 """Beam: `--input` patterns → the input files, listed on the workers, not by the launcher.
 
-Pattern: a composite `PTransform` around `pipelines.inputs.patterns.iter_inputs` (the same rules
-         as ever: links to folders never walked, FIFOs and other non-files handed on
-         for the reader to make `unreadable` dead letters, the output never read,
-         hidden names skipped by wildcards).
+Pattern: a composite `PTransform` around `pipelines.inputs.patterns.iter_inputs` (its rules:
+         `pipelines.inputs.patterns`).
 Role:    the job's graph holds the patterns only, never the file list, so it stays the
          same size for ten files or a million (Dataflow refuses graphs over about
          10 MB), and reading starts as soon as the first names are listed. The launcher
@@ -23,7 +21,8 @@ Emits:   `(bytes, int)` per input file, and their total size (`TOTAL_BYTES`: the
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator
+from operator import itemgetter
+from typing import Any, Iterator
 
 import apache_beam as beam
 
@@ -114,10 +113,6 @@ class _BalanceFn(beam.DoFn):
         yield bucket, item
 
 
-def _files_of(item: tuple[int, Iterable[tuple[bytes, int]]]) -> Iterable[tuple[bytes, int]]:
-    return item[1]
-
-
 class SpreadFiles(beam.PTransform):
     """Listed `(name, size)` files → the same files, in about equal shares of bytes for `workers`
     workers of Beam's local runner.
@@ -140,5 +135,5 @@ class SpreadFiles(beam.PTransform):
             files
             | "Balance" >> beam.ParDo(_BalanceFn(self.buckets))
             | "GroupBuckets" >> beam.GroupByKey()
-            | "Files" >> beam.FlatMap(_files_of)
+            | "Files" >> beam.FlatMap(itemgetter(1))
         )

@@ -189,8 +189,7 @@ def _remote(pattern: str, output: str | None, limit: int | None = None) -> Itera
 def iter_inputs(pattern: str, output: str | None = None) -> Iterator[tuple[str, int]]:
     """Every input `(path, size)` one pattern names, lazily and unsorted, by the rules above (the listing
     the pipeline runs on its workers)."""
-    found = _local(pattern, _Outside(output)) if is_local(pattern) else _remote(pattern, output)
-    yield from found
+    return _local(pattern, _Outside(output)) if is_local(pattern) else _remote(pattern, output)
 
 
 def check_inputs(patterns: list[str], output: str | None = None) -> None:

@@ -10,7 +10,8 @@ Role: `UsageError` is a mistake in how a job was called (exit code 2);
 from __future__ import annotations
 
 
-from footprint_audit.schemas.names import source_name
+# `display_name(path)`: a path as the tables and sentences show it.
+from footprint_audit.schemas.names import source_name as display_name
 
 __all__ = ["UsageError", "OutputError", "failure_sentence", "display_name"]
 
@@ -25,11 +26,6 @@ class OutputError(Exception):
     def __init__(self, sentence: str, exit_code: int = 1) -> None:
         super().__init__(sentence)
         self.exit_code = exit_code
-
-
-def display_name(path: str) -> str:
-    """`path` as the tables and sentences show it (`schemas.tables.source_name`)."""
-    return source_name(path)
 
 
 def failure_sentence(exc: BaseException) -> str:

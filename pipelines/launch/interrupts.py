@@ -162,9 +162,8 @@ def held_interrupts() -> Iterator[None]:
 def committed() -> Iterator[None]:
     """The block is the job's commit point (its publish): stop signals are ignored from its start, and,
     in a process a command line owns, to the process's end, so that exit code 0 and a published
-    output always go together (a signal after the commit found the job done: before, it was the
-    signal's own exit code, 143 with the tables published). Elsewhere (a test calling the command
-    in its own process) only within the block."""
+    output always go together. Elsewhere (a test calling the command in its own process) only
+    within the block."""
     if _OWNED and _main_thread():
         ignore_stop_signals()
         if _TAKEN:  # a signal came before the commit, and its exception was swallowed: not committed

@@ -20,6 +20,7 @@ and a distributed one, and the one place that holds the local runner's tuning:
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 from typing import Any
 
 import apache_beam as beam
@@ -43,18 +44,6 @@ __all__ = ["Plan", "LocalPlan", "local_runner", "runner_options", "worker_count"
 SORT_RUNS_PER_PARTITION = 4
 
 
-class ShardsBySize(beam.PTransform):
-    """Listed `(name, size)` files → one number: the readings files for their total size."""
-
-    def expand(self, files: beam.PCollection) -> beam.PCollection:
-        return (
-            files
-            | "Sizes" >> beam.Map(lambda item: item[1])
-            | "Total" >> beam.CombineGlobally(sum)
-            | "Shards" >> beam.Map(shards_for)
-        )
-
-
 class Plan:
     """A distributed run (Flink, Dataflow): Beam's shuffles, nothing on the launcher's disk.
 
@@ -70,7 +59,8 @@ class Plan:
         The count is summed after the spread: the graph's shuffles were sized for it (a Flink
         cluster's default network buffers refused the count before the spread, at parallelism 2)."""
         listed = listing.files | "SpreadFiles" >> beam.Reshuffle()
-        return listed, listed | "ReadingsShards" >> ShardsBySize()
+        total = listed | "InputSizes" >> beam.Map(itemgetter(1)) | "TotalInputBytes" >> beam.CombineGlobally(sum)
+        return listed, total | "ReadingsShards" >> beam.Map(shards_for)
 
     def join_events(self, facts: beam.PCollection) -> beam.PTransform:
         """The keyed join of stream events, with the run facts as a side input."""

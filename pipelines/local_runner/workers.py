@@ -212,14 +212,14 @@ class _Worker:
 
 
 class WorkerPool:
-    """N SDK worker processes behind Beam's worker-pool service on 127.0.0.1; a context manager.
+    """N SDK worker processes behind Beam's worker-pool service on 127.0.0.1.
 
     `address` is the pool's endpoint for `ExternalEnvironment`; `forked` says how the
     workers were made.
     """
 
-    def __init__(self, n: int, fork: bool | None = None, beam_args: list[str] | None = None) -> None:
-        self.forked = can_fork() if fork is None else fork
+    def __init__(self, n: int, beam_args: list[str] | None = None) -> None:
+        self.forked = can_fork()
         self._beam_args = list(beam_args or [])
         self._idle: list[_Worker] = []
         self._all: list[_Worker] = []
@@ -299,12 +299,6 @@ class WorkerPool:
             while not worker.poll():
                 time.sleep(0.01)
         self._all.clear()
-
-    def __enter__(self) -> "WorkerPool":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 #: A spawned worker's program: log lines quieted before any import of Beam, then `spawned_main`.

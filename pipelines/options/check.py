@@ -21,9 +21,9 @@ from typing import Iterable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from .flags import FlagParser, OptionsError, unexpected
+from .flags import OptionsError, unexpected
 
-__all__ = ["OptionsError", "FlagParser", "beam_option_names", "check_beam_args"]
+__all__ = ["OptionsError", "check_beam_args"]
 
 
 def _beam_parser() -> argparse.ArgumentParser:
@@ -31,17 +31,6 @@ def _beam_parser() -> argparse.ArgumentParser:
     captured: list[argparse.ArgumentParser] = []
     PipelineOptions([]).get_all_options(add_extra_args_fn=captured.append)
     return captured[0]
-
-
-def beam_option_names() -> list[str]:
-    """Every option Beam defines, as `--name` (its destination, which is how Beam spells its flags)."""
-    return sorted(f"--{name}" for name in PipelineOptions([]).get_all_options())
-
-
-def _closest(flag: str, known: Iterable[str]) -> str | None:
-    name = flag.split("=", 1)[0]
-    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
-    return matches[0] if matches else None
 
 
 def check_beam_args(beam_args: list[str], own_options: Iterable[str] = ()) -> None:
@@ -61,15 +50,15 @@ def check_beam_args(beam_args: list[str], own_options: Iterable[str] = ()) -> No
     except SystemExit:
         lines = [line for line in messages.getvalue().splitlines() if line.strip()]
         said = lines[-1].split("error: ", 1)[-1] if lines else "a Beam option is invalid"
-        raise OptionsError(f"{said}") from None
-    if not unknown:
+        raise OptionsError(said) from None
+    if not unknown or unknown[0] == "--":
         return
     first = unknown[0]
-    if first == "--":
-        return
     if not first.startswith("-"):
         raise OptionsError(unexpected(first))
     name = first.split("=", 1)[0]
-    close = _closest(name, [*sorted(own), *beam_option_names()])
+    # Beam's options by their destination, which is how Beam spells its flags.
+    beam_names = sorted(f"--{dest}" for dest in PipelineOptions([]).get_all_options())
+    close = next(iter(difflib.get_close_matches(name, [*sorted(own), *beam_names], n=1, cutoff=0.75)), None)
     hint = f": did you mean {close}?" if close else " (see --help for this command's options; Beam's are its pipeline options)"
     raise OptionsError(f"unknown option {name}{hint}")
