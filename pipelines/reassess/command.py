@@ -58,7 +58,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 from footprint_audit.pipelines.flink import FlinkStartError, runner_of
 from footprint_audit.pipelines.inputs import ListInputs, check_inputs, expand_inputs, file_key
 from footprint_audit.pipelines.launch import (
-    OutputError, UsageError, committed, display_name, failure_sentence, held_interrupts, interrupted_exit, stop_on_interrupt,
+    OutputError, UsageError, committed, display_name, failure_sentence, interrupted_exit, stop_on_interrupt,
 )
 from footprint_audit.pipelines.local_runner import JobRunner, Plan, worker_count
 from footprint_audit.pipelines.options import OptionsError, check_beam_args
@@ -161,7 +161,7 @@ def _recording_claims(rows: list[dict]) -> list:
 
 def launch(settings: ReassessSettings, target: OutputTarget) -> int:
     """Check the job's settings, then run it into `target` (its lock taken by `pipelines.reassess.run`,
-    which releases it); returns the exit code."""
+    which discards its staging and releases it however the job ends); returns the exit code."""
     out = settings.output
     try:
         check_beam_args(list(settings.beam_args), parser().long_flags)
@@ -178,33 +178,29 @@ def launch(settings: ReassessSettings, target: OutputTarget) -> int:
         _say(str(exc))
         return 2
     try:
-        try:
-            target.open()
-            # --incremental is refused before anything is read: an output of another kind, other declarations
-            manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION, settings.max_event_bytes,
-                                                settings.partition_by) if settings.incremental else None
-        except UsageError as exc:
-            _say(str(exc))
-            return 2
-        except OutputError as exc:
-            _say(str(exc))
-            return exc.exit_code
+        target.open()
+        # --incremental is refused before anything is read: an output of another kind, other declarations
+        manifest = incremental.check_output(out, declarations.canonical(), READER_VERSION, settings.max_event_bytes,
+                                            settings.partition_by) if settings.incremental else None
+    except UsageError as exc:
+        _say(str(exc))
+        return 2
+    except OutputError as exc:
+        _say(str(exc))
+        return exc.exit_code
 
-        def clean_up() -> None:
-            target.discard()
-            target.close()
+    def clean_up() -> None:
+        target.discard()
+        target.close()
 
-        with stop_on_interrupt(clean_up, INTERRUPTED):
-            return _run_job(settings, declarations, target, manifest)
-    finally:
-        with held_interrupts():  # a second Ctrl-C does not cut the clean-up short
-            target.discard()
-            target.close()
+    with stop_on_interrupt(clean_up, INTERRUPTED):
+        return _run_job(settings, declarations, target, manifest)
 
 
 def _run_job(settings: ReassessSettings, declarations: Declarations, target: OutputTarget,
              manifest: list | None) -> int:
-    """The job in its phases: plan the inputs, run the passes, stage the manifest, publish; returns the exit code."""
+    """The job in its phases: plan the inputs, run the passes, stage the manifest, publish; returns the exit code.
+    A job that publishes nothing leaves its staging to `pipelines.reassess.run`'s clean-up."""
     beam_args = list(settings.beam_args)
     named_runner = runner_of(beam_args)
     dry_run = PipelineOptions(beam_args).view_as(TestOptions).dry_run  # Dataflow's: the job is translated, never run
@@ -217,7 +213,6 @@ def _run_job(settings: ReassessSettings, declarations: Declarations, target: Out
                          settings.spill_partition_bytes)
         _run_passes(_Job(runs, settings, declarations, target.out, inputs), inputs, target)
         if dry_run:
-            target.discard()
             _say(f"--dry_run: the job was translated for {named_runner or 'the runner'} and not run; nothing was published")
             return 0
         if target.local:
@@ -227,15 +222,12 @@ def _run_job(settings: ReassessSettings, declarations: Declarations, target: Out
         print(INTERRUPTED, file=sys.stderr)
         return interrupted_exit(exc)
     except FlinkStartError as exc:  # the cache was asked for and holds no job server
-        target.discard()
         _say(str(exc))
         return 2
     except UsageError as exc:  # --incremental: a run shared with an earlier file that is gone
-        target.discard()
         _say(f"{exc}; nothing was published")
         return 2
     except Exception as exc:  # the run failed: a full disk, a failed write, a runner's error
-        target.discard()
         where = f" on {named_runner}" if named_runner else ""
         _say(f"the job failed{where} and nothing was published: {failure_sentence(exc)}")
         return 1
@@ -415,7 +407,7 @@ def _finish(settings: ReassessSettings, out: str, figures: dict | None = None) -
                 _say(f"--summary-json {settings.summary_json} cannot be written ({exc.strerror})")
                 return 1
     if not settings.quiet:
-        print(summarize(out, figures))
+        print(summarize(figures))
     rate = settings.max_dead_letter_rate
     if rate is not None and figures["dead_letter_rate"] > rate:
         _say(

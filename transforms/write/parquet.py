@@ -571,10 +571,10 @@ class WriteTables(beam.PTransform):
         merged = [t for t in tables if t in self.merged]
         if not merged:
             return grouped | "WriteShard" >> beam.ParDo(self._shard_writer(), **side)
-        split = grouped | "SplitBuckets" >> beam.ParDo(_SplitBucketsFn(merged)).with_outputs(*merged, main="shards")
+        split = grouped | "SplitBuckets" >> beam.Partition(_MergedPart(), 1 + len(merged), merged)
         shard_groups = [
-            split[table] | f"ShardOf-{table}" >> beam.Map(_shard_of_bucket, beam.pvalue.AsSingleton(self.merged[table]))
-            for table in merged
+            split[1 + i] | f"ShardOf-{table}" >> beam.Map(_shard_of_bucket, beam.pvalue.AsSingleton(self.merged[table]))
+            for i, table in enumerate(merged)
         ]
         buckets = tuple(shard_groups) | "AllBuckets" >> beam.Flatten() if len(shard_groups) > 1 else shard_groups[0]
         merged_shards = (
@@ -584,7 +584,7 @@ class WriteTables(beam.PTransform):
         )
         return (
             (
-                split["shards"] | "WriteShard" >> beam.ParDo(self._shard_writer(), **side),
+                split[0] | "WriteShard" >> beam.ParDo(self._shard_writer(), **side),
                 merged_shards | "WriteMerged" >> beam.ParDo(self._shard_writer(), **side),
             )
             | "AllFiles" >> beam.Flatten()
@@ -595,18 +595,12 @@ class WriteTables(beam.PTransform):
 BUCKETS = 64
 
 
-class _SplitBucketsFn(beam.DoFn):
-    """Grouped batches: a `merged` table's buckets on the table's own output, any other shard on the main one."""
+class _MergedPart(beam.PartitionFn):
+    """Grouped batches: partition 1 + i takes the buckets of the `merged` table i, partition 0 every other shard."""
 
-    def __init__(self, merged: list[str]) -> None:
-        self.merged = frozenset(merged)
-
-    def process(self, item: tuple[tuple[str, int, int], Iterable[Any]]) -> Iterable[Any]:
-        (table, _shard, _shards), _batches = item
-        if table in self.merged:
-            yield beam.pvalue.TaggedOutput(table, item)
-        else:
-            yield item
+    def partition_for(self, item: tuple[tuple[str, int, int], Any], n: int, merged: list[str]) -> int:  # type: ignore[override]
+        table = item[0][0]
+        return 1 + merged.index(table) if table in merged else 0
 
 
 def _shard_of_bucket(item: tuple[tuple[str, int, int], Iterable[Any]], shards: int) -> tuple[tuple[str, int, int], list]:
