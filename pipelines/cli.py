@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import import_module
 
 from footprint_audit.pipelines.launch import (
     die_by_late_signals, install, interrupted_exit, lost_interrupt, raise_on_terminate, stop_signal_taken,
@@ -56,7 +55,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"footprint-audit: unknown command '{command}'\n\n{USAGE}", file=sys.stderr)
         return 2
     try:  # the command's imports too (Beam's take a second or two): Ctrl-C there is the same one line
-        code = import_module(f"footprint_audit.pipelines.{command}").run(rest)
+        if command == "reassess":
+            from footprint_audit.pipelines.reassess import run
+        elif command == "stream":
+            from footprint_audit.pipelines.stream import run
+        elif command == "compact":
+            from footprint_audit.pipelines.compact import run
+        elif command == "report":
+            from footprint_audit.pipelines.report import run
+        else:
+            from footprint_audit.pipelines.diff import run
+        code = run(rest)
         signum = lost_interrupt()  # a signal whose exception something swallowed: still the interrupt
         if signum is not None and code < 128:
             return _interrupted(command, 128 + signum)
